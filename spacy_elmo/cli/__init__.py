@@ -1,0 +1,24 @@
+"""`python -m spacy_elmo COMMAND` (also installed as `spacy-elmo`)."""
+import sys
+
+import typer
+from wasabi import msg
+
+from ..errors import SpacyElmoError
+
+app = typer.Typer(
+    name="spacy-elmo", add_completion=False, no_args_is_help=True,
+    help="ELMo for spaCy: embed text, pretrain a biLM, inspect pipelines.",
+)
+
+# Each command module registers itself on `app`.
+from . import embed  # noqa: E402,F401
+
+
+def main() -> None:
+    """Run the CLI; library errors print as one clear line instead of a traceback."""
+    try:
+        app()
+    except SpacyElmoError as err:
+        msg.fail(str(err))
+        sys.exit(1)

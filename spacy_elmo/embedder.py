@@ -1,0 +1,85 @@
+"""Batched inference over tokenised sentences, in input order.
+
+Sentences are grouped by length inside a window of the input so that batches
+carry little padding; every sentence is encoded independently of its batch
+(zero initial state), so the grouping never changes a vector.
+"""
+from itertools import islice
+from typing import Iterable, Iterator, List, Optional, Sequence, Union
+
+import numpy
+import torch
+
+from .models.pytorch.bilm import ElmoBiLM
+from .models.pytorch.char_ids import batch_to_char_ids
+
+Sentence = Sequence[str]
+DeviceLike = Union[str, torch.device]
+
+
+class ElmoEmbedder:
+    """Runs an :class:`ElmoBiLM` over many sentences with bounded memory.
+
+    :param bilm: the model; it is put in eval mode on `device`.
+    :param batch_size: sentences per forward pass.
+    :param max_batch_tokens: also cap the tokens in one forward pass (a batch
+        of very long sentences is split further).
+    :param sort_window: how many batches' worth of input is sorted by length at
+        a time; 1 keeps the input order inside each batch.
+    """
+
+    def __init__(
+        self,
+        bilm: ElmoBiLM,
+        *,
+        batch_size: int = 32,
+        max_batch_tokens: int = 8192,
+        sort_window: int = 64,
+        device: DeviceLike = "cpu",
+    ) -> None:
+        if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1:
+            raise ValueError("batch_size, max_batch_tokens and sort_window must be positive")
+        self.device = torch.device(device)
+        self.bilm = bilm.to(self.device).eval()
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.sort_window = sort_window
+
+    def embed(self, sentences: Iterable[Sentence]) -> Iterator[numpy.ndarray]:
+        """Yield each sentence's layers in input order.
+
+        *Shape:* ``(n_layers + 1, n_tokens, 2 * projection_dim)``, float32.
+        """
+        iterator = iter(sentences)
+        window_size = self.batch_size * self.sort_window
+        while True:
+            window = [list(s) for s in islice(iterator, window_size)]
+            if not window:
+                return
+            results: List[Optional[numpy.ndarray]] = [None] * len(window)
+            for indices in self._batches(window):
+                layers = self.embed_batch([window[i] for i in indices])
+                for i, array in zip(indices, layers):
+                    results[i] = array
+            yield from results  # type: ignore[misc]
+
+    def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
+        """Encode one batch in a single forward pass; one array per sentence."""
+        char_ids = batch_to_char_ids(sentences).to(self.device)
+        with torch.inference_mode():
+            layers = self.bilm(char_ids).layers.to("cpu", torch.float32).numpy()
+        return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
+
+    def _batches(self, window: Sequence[Sentence]) -> Iterator[List[int]]:
+        order = sorted(range(len(window)), key=lambda i: len(window[i]), reverse=True)
+        batch: List[int] = []
+        for i in order:
+            longest = len(window[batch[0]]) if batch else len(window[i])
+            if batch and (
+                len(batch) == self.batch_size or (len(batch) + 1) * longest > self.max_batch_tokens
+            ):
+                yield batch
+                batch = []
+            batch.append(i)
+        if batch:
+            yield batch

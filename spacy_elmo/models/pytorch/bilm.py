@@ -1,0 +1,189 @@
+"""The ELMo biLM: character ids in, L + 1 layers of contextual token vectors out."""
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .char_cnn import CharacterEncoder
+from .char_ids import BOS_IDS, EOS_IDS
+from .lstm import BiLstmStack, LstmState, PackingPlan
+from .options import BiLMOptions
+
+
+@dataclass
+class BiLMOutput:
+    """The biLM's representations of a batch.
+
+    ``layers``: *Shape:* ``(batch, n_layers + 1, max_tokens, 2 * projection_dim)``;
+    layer 0 is ``[token; token]``, layer j is ``[forward_j; backward_j]``, boundary
+    tokens removed, zeros at padded positions. ``mask``: *Shape:*
+    ``(batch, max_tokens)``, True at real tokens. ``final_state``: per LSTM layer,
+    the state after each sentence's ``</S>`` (forward) and ``<S>`` (backward),
+    only when the boundary steps were run.
+    """
+
+    layers: Tensor
+    mask: Tensor
+    final_state: Optional[List[LstmState]] = None
+
+
+@dataclass
+class PackedEncoding:
+    """The biLM's LSTM outputs in packed order, for language-model training.
+
+    Packed row ``k`` belongs to sentence ``rows[k]``; the forward direction there
+    sits at position ``forward_positions[k]`` and the backward direction at
+    ``backward_positions[k]`` of ``<S> tokens... </S>`` (0 = ``<S>``).
+    ``layers[l]``: *Shape:* ``(2, n_rows, projection_dim)``.
+    """
+
+    layers: List[Tensor]
+    rows: Tensor
+    forward_positions: Tensor
+    backward_positions: Tensor
+    plan: PackingPlan
+    sorted_order: Tensor
+    token_vectors: Tensor
+    token_index: Tensor
+    final_state: List[LstmState]
+
+
+class ElmoBiLM(nn.Module):
+    """Character CNN + bidirectional LSTM language model (Peters et al. 2018).
+
+    Sentences are encoded independently from a zero LSTM state, so a sentence
+    gets the same vectors whatever else is in the batch. Pass ``initial_state``
+    (and ``run_boundary_steps=True``) to replay the reference's stateful mode.
+    """
+
+    def __init__(self, options: BiLMOptions) -> None:
+        super().__init__()
+        self.options = options
+        self.char_encoder = CharacterEncoder(options)
+        self.lstm = BiLstmStack(options)
+        self.register_buffer("boundary_ids", torch.tensor([BOS_IDS, EOS_IDS]), persistent=False)
+
+    @property
+    def n_output_layers(self) -> int:
+        return self.options.n_output_layers
+
+    @property
+    def output_dim(self) -> int:
+        return self.options.output_dim
+
+    def forward(
+        self,
+        char_ids: Tensor,
+        *,
+        initial_state: Optional[Sequence[LstmState]] = None,
+        run_boundary_steps: bool = False,
+    ) -> BiLMOutput:
+        """Encode a batch of sentences (boundary tokens are added here).
+
+        :param char_ids: *Shape:* ``(batch, max_tokens, 50)``, int64, tokens
+            left-aligned, all-zero rows for padded tokens.
+        :param initial_state: per LSTM layer, ``(h, c)`` for every sentence in
+            batch order; ``None`` (the default) starts from zeros.
+        :param run_boundary_steps: also run the forward step at ``</S>`` and the
+            backward step at ``<S>``, whose outputs are dropped but whose final
+            state a stateful caller needs; implied by ``initial_state``.
+        """
+        batch, max_tokens = char_ids.shape[:2]
+        mask = (char_ids > 0).any(dim=2)
+        lengths = mask.sum(dim=1)
+        if batch == 0 or (max_tokens == 0 and initial_state is None and not run_boundary_steps):
+            empty = self.lstm.biases[0].new_zeros(
+                (batch, self.n_output_layers, max_tokens, self.output_dim)
+            )
+            return BiLMOutput(empty, mask)
+        encoding = self.encode_packed(
+            char_ids, mask, lengths, initial_state=initial_state,
+            run_boundary_steps=run_boundary_steps or initial_state is not None,
+        )
+        layers = self._unpack(encoding, lengths, max_tokens)
+        final_state = None
+        if run_boundary_steps or initial_state is not None:
+            restore = torch.argsort(encoding.sorted_order)
+            final_state = [(h[:, restore], c[:, restore]) for h, c in encoding.final_state]
+        return BiLMOutput(layers, mask, final_state)
+
+    def encode_packed(
+        self,
+        char_ids: Tensor,
+        mask: Tensor,
+        lengths: Tensor,
+        *,
+        initial_state: Optional[Sequence[LstmState]] = None,
+        run_boundary_steps: bool = False,
+    ) -> PackedEncoding:
+        """Run the character encoder and the LSTMs; outputs stay packed.
+
+        Without boundary steps the forward direction covers positions
+        ``0 .. n`` and the backward direction ``n + 1 .. 1`` of each
+        ``<S> w_1 .. w_n </S>``: exactly what the output layers and the LM
+        objective (predict the next / previous word) need.
+        """
+        device = char_ids.device
+        token_vectors, token_index = self._token_vectors(char_ids, mask, lengths)
+        n_steps = lengths + (2 if run_boundary_steps else 1)
+        sorted_order = torch.argsort(n_steps, descending=True, stable=True)
+        sorted_steps = n_steps[sorted_order]
+        plan = PackingPlan.from_sorted_lengths(sorted_steps.tolist())
+        time = torch.arange(len(plan.batch_sizes), device=device)
+        step_t, sorted_row = (time[:, None] < sorted_steps[None, :]).nonzero(as_tuple=True)
+        rows = sorted_order[sorted_row]
+        forward_positions = step_t
+        backward_positions = lengths[rows] + 1 - step_t
+        inputs = torch.stack(
+            [
+                token_vectors[token_index[rows, forward_positions]],
+                token_vectors[token_index[rows, backward_positions]],
+            ]
+        )
+        state = None
+        if initial_state is not None:
+            state = [(h[:, sorted_order], c[:, sorted_order]) for h, c in initial_state]
+        layers, final_state = self.lstm(inputs, plan, state)
+        return PackedEncoding(
+            layers=layers, rows=rows, forward_positions=forward_positions,
+            backward_positions=backward_positions, plan=plan, sorted_order=sorted_order,
+            token_vectors=token_vectors, token_index=token_index, final_state=final_state,
+        )
+
+    def _token_vectors(self, char_ids: Tensor, mask: Tensor, lengths: Tensor):
+        """Token vectors of each distinct token string, and where each position's is.
+
+        :returns: vectors *Shape:* ``(n_distinct, projection_dim)`` and an index
+            *Shape:* ``(batch, max_tokens + 2)`` over ``<S> tokens... </S>``.
+        """
+        batch, max_tokens = mask.shape
+        ids = torch.cat([self.boundary_ids, char_ids[mask]])
+        distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
+        token_vectors = self.char_encoder(distinct)
+        token_index = inverse.new_full((batch, max_tokens + 2), int(inverse[1]))
+        token_index[:, 0] = inverse[0]
+        token_index[:, 1:-1][mask] = inverse[2:]
+        return token_vectors, token_index
+
+    def _unpack(self, encoding: PackedEncoding, lengths: Tensor, max_tokens: int) -> Tensor:
+        """Gather the packed outputs into ``(batch, L + 1, max_tokens, 2 * proj)``."""
+        batch = lengths.shape[0]
+        n_rows = encoding.rows.shape[0]
+        device = lengths.device
+        token_mask = torch.arange(max_tokens, device=device)[None, :] < lengths[:, None]
+        halves = []
+        for positions in (encoding.forward_positions, encoding.backward_positions):
+            # Packed row of each (sentence, position); n_rows points at a zero row.
+            where = torch.full((batch, max_tokens + 2), n_rows, device=device, dtype=torch.long)
+            where[encoding.rows, positions] = torch.arange(n_rows, device=device)
+            # Boundary outputs (</S> backward, for one) must not land on padding.
+            halves.append(where[:, 1 : max_tokens + 1].masked_fill(~token_mask, n_rows))
+        zero = encoding.layers[0].new_zeros((2, 1, encoding.layers[0].shape[2]))
+        tokens = encoding.token_vectors[encoding.token_index[:, 1 : max_tokens + 1]]
+        tokens = tokens * token_mask.unsqueeze(2).to(tokens.dtype)
+        layers = [torch.cat([tokens, tokens], dim=2)]
+        for packed in encoding.layers:
+            padded = torch.cat([packed, zero], dim=1)
+            layers.append(torch.cat([padded[0][halves[0]], padded[1][halves[1]]], dim=2))
+        return torch.stack(layers, dim=1)

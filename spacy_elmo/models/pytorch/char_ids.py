@@ -1,0 +1,56 @@
+"""UTF-8 byte character ids, the biLM's input (bilm-tf/AllenNLP layout).
+
+A token becomes ``[BOW, byte_1 .. byte_48, EOW, PAD, ...]`` (50 ids), then every id
+is shifted by +1 so that id 0 marks a padded (absent) token.
+"""
+from functools import lru_cache
+from typing import Sequence, Tuple
+
+import numpy
+import torch
+
+MAX_CHARS_PER_TOKEN = 50
+MAX_BYTES_PER_TOKEN = MAX_CHARS_PER_TOKEN - 2
+BOS_CHAR, EOS_CHAR = 256, 257
+BOW_CHAR, EOW_CHAR, PAD_CHAR = 258, 259, 260
+BOS_TOKEN, EOS_TOKEN = "<S>", "</S>"
+
+
+def _row(payload: Sequence[int]) -> Tuple[int, ...]:
+    row = [PAD_CHAR + 1] * MAX_CHARS_PER_TOKEN
+    row[0] = BOW_CHAR + 1
+    for i, char in enumerate(payload, start=1):
+        row[i] = char + 1
+    row[len(payload) + 1] = EOW_CHAR + 1
+    return tuple(row)
+
+
+BOS_IDS = _row([BOS_CHAR])
+EOS_IDS = _row([EOS_CHAR])
+
+
+@lru_cache(maxsize=200_000)
+def token_char_ids(token: str) -> Tuple[int, ...]:
+    """The 50 character ids (offset by +1) of one token.
+
+    The literal strings ``<S>`` and ``</S>`` map to the sentence-boundary ids, as in
+    AllenNLP; bytes past the 48th are dropped.
+    """
+    if token == BOS_TOKEN:
+        return BOS_IDS
+    if token == EOS_TOKEN:
+        return EOS_IDS
+    return _row(token.encode("utf-8", "ignore")[:MAX_BYTES_PER_TOKEN])
+
+
+def batch_to_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+    """Character ids of a batch of tokenised sentences, without boundary tokens.
+
+    *Shape:* ``(n_sentences, max_tokens, 50)``, int64; padded tokens are all 0.
+    """
+    max_len = max((len(s) for s in sentences), default=0)
+    ids = numpy.zeros((len(sentences), max_len, MAX_CHARS_PER_TOKEN), dtype=numpy.int64)
+    for i, sentence in enumerate(sentences):
+        if sentence:
+            ids[i, : len(sentence)] = [token_char_ids(token) for token in sentence]
+    return torch.from_numpy(ids)

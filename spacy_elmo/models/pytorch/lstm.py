@@ -1,0 +1,179 @@
+"""Stacked LSTMs with projection and clipping, both directions in one recurrence.
+
+Sequences arrive *packed*: time-major, rows sorted by length (longest first), so
+step ``t`` owns the contiguous rows ``offsets[t] : offsets[t] + batch_sizes[t]``
+and no work is spent on padding. Direction 0 reads each sequence forwards,
+direction 1 reads it reversed; both share the packing plan.
+"""
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from .options import BiLMOptions
+
+#: ``(h, c)`` for one layer, *Shape:* ``(2, batch, projection_dim)`` and
+#: ``(2, batch, lstm_dim)``; index 0 is the forward direction.
+LstmState = Tuple[Tensor, Tensor]
+
+# Rows of the input projection computed in one matrix multiply; bounds the memory
+# of the precomputed gate inputs on long inputs while keeping the GEMM efficient.
+_INPUT_CHUNK_ROWS = 2048
+
+
+@dataclass(frozen=True)
+class PackingPlan:
+    """How many sequences are still running at each step, and where each step starts."""
+
+    batch_sizes: Tuple[int, ...]
+    offsets: Tuple[int, ...]
+
+    @classmethod
+    def from_sorted_lengths(cls, lengths: Sequence[int]) -> "PackingPlan":
+        """:param lengths: number of steps per sequence, longest first."""
+        n_steps = lengths[0] if lengths else 0
+        batch_sizes, offsets, n, total = [], [], len(lengths), 0
+        for t in range(n_steps):
+            while lengths[n - 1] <= t:
+                n -= 1
+            batch_sizes.append(n)
+            offsets.append(total)
+            total += n
+        return cls(tuple(batch_sizes), tuple(offsets))
+
+    @property
+    def n_rows(self) -> int:
+        return self.offsets[-1] + self.batch_sizes[-1] if self.offsets else 0
+
+
+class BiLstmStack(nn.Module):
+    """L layers of forward and backward LSTMs with projection (TensorFlow's LSTMCell).
+
+    Gate blocks are kept in the order ``i, f, o, j`` (input, forget, output,
+    candidate) so one sigmoid covers three of them; the original files use
+    ``i, j, f, o`` and the conversion is a pure permutation.
+    """
+
+    def __init__(self, options: BiLMOptions) -> None:
+        super().__init__()
+        hidden, proj = options.lstm_dim, options.projection_dim
+        self.cell_clip = options.cell_clip
+        self.proj_clip = options.proj_clip
+        self.use_skip_connections = options.use_skip_connections
+        self.input_weights = nn.ParameterList(
+            nn.Parameter(torch.zeros(2, proj, 4 * hidden)) for _ in range(options.n_layers)
+        )
+        self.hidden_weights = nn.ParameterList(
+            nn.Parameter(torch.zeros(2, proj, 4 * hidden)) for _ in range(options.n_layers)
+        )
+        self.biases = nn.ParameterList(
+            nn.Parameter(torch.zeros(2, 4 * hidden)) for _ in range(options.n_layers)
+        )
+        self.projections = nn.ParameterList(
+            nn.Parameter(torch.zeros(2, hidden, proj)) for _ in range(options.n_layers)
+        )
+        # TensorFlow's LSTMCell adds forget_bias=1.0 at run time; it is not in `B`.
+        forget_bias = torch.zeros(4 * hidden)
+        forget_bias[hidden : 2 * hidden] = 1.0
+        self.register_buffer("forget_bias", forget_bias, persistent=False)
+        self.dropout = 0.0
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for weights in (self.input_weights, self.hidden_weights, self.projections):
+            for weight in weights:
+                nn.init.normal_(weight, 0.0, (1.0 / weight.shape[1]) ** 0.5)
+        for bias in self.biases:
+            nn.init.zeros_(bias)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.biases)
+
+    def forward(
+        self,
+        inputs: Tensor,
+        plan: PackingPlan,
+        initial_state: Optional[Sequence[LstmState]] = None,
+    ) -> Tuple[List[Tensor], List[LstmState]]:
+        """Run every layer over packed inputs.
+
+        :param inputs: token vectors, *Shape:* ``(2, n_rows, projection_dim)``.
+        :param plan: the packing plan shared by both directions.
+        :param initial_state: per layer, the state of every sequence in sorted
+            order; ``None`` starts from zeros.
+        :returns: per layer the packed outputs (residual included), *Shape:*
+            ``(2, n_rows, projection_dim)``, and per layer the final state of every
+            sequence (after its last step), in sorted order.
+        """
+        outputs: List[Tensor] = []
+        final_states: List[LstmState] = []
+        layer_input = inputs
+        for layer in range(self.n_layers):
+            if self.dropout and self.training:
+                layer_input = nn.functional.dropout(layer_input, self.dropout, True)
+            hidden, state = self._run_layer(
+                layer, layer_input, plan, None if initial_state is None else initial_state[layer]
+            )
+            if layer > 0 and self.use_skip_connections:
+                hidden = hidden + layer_input
+            outputs.append(hidden)
+            final_states.append(state)
+            layer_input = hidden
+        return outputs, final_states
+
+    def _run_layer(
+        self, layer: int, inputs: Tensor, plan: PackingPlan, state: Optional[LstmState]
+    ) -> Tuple[Tensor, LstmState]:
+        w_hidden, w_proj = self.hidden_weights[layer], self.projections[layer]
+        bias = (self.biases[layer] + self.forget_bias).unsqueeze(1)
+        hidden_size = w_proj.shape[1]
+        h, c = state if state is not None else (None, None)
+        steps: List[Tensor] = []
+        finished_h: List[Tensor] = []
+        finished_c: List[Tensor] = []
+        chunk_end, gate_inputs, chunk_start = 0, inputs, 0
+        n_steps = len(plan.batch_sizes)
+        for t, (n, offset) in enumerate(zip(plan.batch_sizes, plan.offsets)):
+            if offset >= chunk_end:
+                chunk_start, chunk_end = offset, self._chunk_end(plan, t)
+                gate_inputs = torch.baddbmm(
+                    bias, inputs[:, chunk_start:chunk_end], self.input_weights[layer]
+                )
+            gates = gate_inputs[:, offset - chunk_start : offset - chunk_start + n]
+            if h is not None:
+                gates = torch.baddbmm(gates, h[:, :n], w_hidden)
+            sigmoid = torch.sigmoid(gates[:, :, : 3 * hidden_size])
+            candidate = torch.tanh(gates[:, :, 3 * hidden_size :])
+            input_gate = sigmoid[:, :, :hidden_size]
+            forget_gate = sigmoid[:, :, hidden_size : 2 * hidden_size]
+            output_gate = sigmoid[:, :, 2 * hidden_size :]
+            new_c = input_gate * candidate
+            if c is not None:
+                new_c = torch.addcmul(new_c, forget_gate, c[:, :n])
+            if self.cell_clip is not None:
+                new_c = new_c.clamp(-self.cell_clip, self.cell_clip)
+            new_h = torch.bmm(output_gate * torch.tanh(new_c), w_proj)
+            if self.proj_clip is not None:
+                new_h = new_h.clamp(-self.proj_clip, self.proj_clip)
+            steps.append(new_h)
+            n_next = plan.batch_sizes[t + 1] if t + 1 < n_steps else 0
+            if n_next < n:  # sequences n_next .. n-1 end at this step
+                finished_h.append(new_h[:, n_next:])
+                finished_c.append(new_c[:, n_next:])
+            h, c = new_h, new_c
+        finished_h.reverse()
+        finished_c.reverse()
+        return torch.cat(steps, dim=1), (torch.cat(finished_h, dim=1), torch.cat(finished_c, dim=1))
+
+    @staticmethod
+    def _chunk_end(plan: PackingPlan, first_step: int) -> int:
+        """End row of the input-projection chunk that starts at `first_step`."""
+        start = plan.offsets[first_step]
+        end = start
+        for n in plan.batch_sizes[first_step:]:
+            if end > start and end - start + n > _INPUT_CHUNK_ROWS:
+                break
+            end += n
+        return end

@@ -1,0 +1,74 @@
+"""Task-specific weighting of the biLM layers: ``gamma * sum_j softmax(s)_j * h_j``."""
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+
+class ScalarMix(nn.Module):
+    """Softmax-normalised layer weights, a scale, optional layer norm and dropout.
+
+    :param n_layers: how many layers are mixed (L + 1 for ELMo).
+    :param do_layer_norm: normalise each layer first, with one mean and variance
+        over all unmasked positions and features of the batch (bilm-tf).
+    :param initial_weights: the initial (pre-softmax) weights; zeros by default.
+    :param trainable: whether weights and gamma receive gradients.
+    :param dropout: dropout on the mixed output (AllenNLP's ``Elmo`` uses 0.5).
+    :param layer_norm_eps: epsilon of the layer norm (1e-12 in bilm-tf).
+    """
+
+    def __init__(
+        self,
+        n_layers: int,
+        *,
+        do_layer_norm: bool = False,
+        initial_weights: Optional[Sequence[float]] = None,
+        initial_gamma: float = 1.0,
+        trainable: bool = True,
+        dropout: float = 0.0,
+        layer_norm_eps: float = 1e-12,
+    ) -> None:
+        super().__init__()
+        if initial_weights is None:
+            initial_weights = [0.0] * n_layers
+        if len(initial_weights) != n_layers:
+            raise ValueError(
+                f"initial_weights has {len(initial_weights)} values, expected {n_layers}"
+            )
+        self.weights = nn.Parameter(torch.tensor(list(initial_weights), dtype=torch.float32), trainable)
+        self.gamma = nn.Parameter(torch.tensor(float(initial_gamma)), trainable)
+        self.do_layer_norm = do_layer_norm
+        self.layer_norm_eps = layer_norm_eps
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def n_layers(self) -> int:
+        return self.weights.shape[0]
+
+    def normalized_weights(self) -> Tensor:
+        """softmax(s), *Shape:* ``(n_layers,)``."""
+        return torch.softmax(self.weights, dim=0)
+
+    def forward(self, layers: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        """:param layers: *Shape:* ``(n_layers, ..., width)``.
+        :param mask: *Shape:* ``layers.shape[1:-1]``, True at real positions;
+            needed for the layer norm only.
+        :returns: *Shape:* ``layers.shape[1:]``.
+        """
+        if layers.shape[0] != self.n_layers:
+            raise ValueError(f"expected {self.n_layers} layers, got {layers.shape[0]}")
+        if self.do_layer_norm:
+            layers = self._layer_norm(layers, mask)
+        weights = self.normalized_weights().to(layers.dtype)
+        mixed = torch.tensordot(weights, layers, dims=1)
+        return self.dropout(self.gamma.to(layers.dtype) * mixed)
+
+    def _layer_norm(self, layers: Tensor, mask: Optional[Tensor]) -> Tensor:
+        if mask is None:
+            mask = torch.ones(layers.shape[1:-1], dtype=torch.bool, device=layers.device)
+        weight = mask.unsqueeze(-1).to(layers.dtype)
+        count = weight.sum() * layers.shape[-1]
+        reduce_dims = tuple(range(1, layers.dim()))
+        mean = (layers * weight).sum(dim=reduce_dims, keepdim=True) / count
+        variance = (((layers - mean) * weight) ** 2).sum(dim=reduce_dims, keepdim=True) / count
+        return (layers - mean) / torch.sqrt(variance + self.layer_norm_eps)

@@ -1,0 +1,223 @@
+"""Read and write the published bilm-tf/AllenNLP format: `options.json` + `weights.hdf5`.
+
+Every conversion is a pure re-arrangement (transpose, permutation, slicing), so a
+loaded-then-saved model has bit-identical datasets.
+"""
+import json
+from pathlib import Path
+from typing import Dict, Optional, Tuple, Union
+
+import numpy
+import torch
+
+from .errors import OptionsError, WeightsError
+from .models.pytorch.bilm import ElmoBiLM
+from .models.pytorch.options import BiLMOptions
+from .util import atomic_output_path
+
+PathLike = Union[str, Path]
+
+OPTIONS_NAME = "options.json"
+WEIGHTS_NAME = "weights.hdf5"
+
+# Column blocks: the files hold i, j, f, o; the model keeps i, f, o, j.
+_FILE_TO_MODEL_GATES = (0, 2, 3, 1)
+_MODEL_TO_FILE_GATES = (0, 3, 1, 2)
+
+
+def read_options(path: PathLike) -> BiLMOptions:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf8")
+    except OSError as err:
+        raise OptionsError(f"Cannot read options file {path}: {err.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise OptionsError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    return BiLMOptions.from_dict(data, source=str(path))
+
+
+def resolve_paths(
+    weights: PathLike, options: Optional[PathLike] = None
+) -> Tuple[Path, Path]:
+    """Accept a model directory or an explicit weights file (+ options file).
+
+    A directory must hold `options.json` and one `.hdf5` file (`weights.hdf5`
+    when there are several); a weights file looks for `options.json` beside it.
+    """
+    weights = Path(weights)
+    if weights.is_dir():
+        directory = weights
+        candidates = sorted(directory.glob("*.hdf5"))
+        named = directory / WEIGHTS_NAME
+        if named.exists():
+            weights = named
+        elif len(candidates) == 1:
+            weights = candidates[0]
+        else:
+            found = ", ".join(c.name for c in candidates) or "none"
+            raise WeightsError(
+                f"{directory}: expected {WEIGHTS_NAME} (or a single .hdf5 file), found {found}"
+            )
+    elif not weights.exists():
+        raise WeightsError(f"Weights file not found: {weights}")
+    options_path = Path(options) if options is not None else weights.parent / OPTIONS_NAME
+    if not options_path.exists():
+        raise OptionsError(
+            f"Options file not found: {options_path} (pass the options.json that belongs "
+            f"to {weights})"
+        )
+    return weights, options_path
+
+
+def expected_shapes(options: BiLMOptions) -> Dict[str, Tuple[int, ...]]:
+    """Every dataset of the original format with the shape the options imply."""
+    shapes: Dict[str, Tuple[int, ...]] = {
+        "char_embed": (options.n_characters - 1, options.char_embedding_dim)
+    }
+    for i, (width, count) in enumerate(options.filters):
+        shapes[f"CNN/W_cnn_{i}"] = (1, width, options.char_embedding_dim, count)
+        shapes[f"CNN/b_cnn_{i}"] = (count,)
+    width = options.n_filters
+    for k in range(options.n_highway):
+        for name in ("carry", "transform"):
+            shapes[f"CNN_high_{k}/W_{name}"] = (width, width)
+            shapes[f"CNN_high_{k}/b_{name}"] = (width,)
+    if options.has_char_projection:
+        shapes["CNN_proj/W_proj"] = (width, options.projection_dim)
+        shapes["CNN_proj/b_proj"] = (options.projection_dim,)
+    hidden, proj = options.lstm_dim, options.projection_dim
+    for direction in range(2):
+        for layer in range(options.n_layers):
+            prefix = _lstm_prefix(direction, layer)
+            shapes[f"{prefix}/W_0"] = (proj + proj, 4 * hidden)
+            shapes[f"{prefix}/B"] = (4 * hidden,)
+            shapes[f"{prefix}/W_P_0"] = (hidden, proj)
+    return shapes
+
+
+def load_bilm(weights: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM:
+    """Build an :class:`ElmoBiLM` from an original-format model.
+
+    :param weights: the `.hdf5` file or a directory holding it and `options.json`.
+    :param options: the `options.json`, when it is not beside the weights.
+    """
+    import h5py
+
+    weights_path, options_path = resolve_paths(weights, options)
+    bilm_options = read_options(options_path)
+    try:
+        handle = h5py.File(weights_path, "r")
+    except OSError as err:
+        raise WeightsError(f"{weights_path}: not a readable HDF5 file ({err})") from None
+    with handle:
+        arrays = {}
+        for name, shape in expected_shapes(bilm_options).items():
+            if name not in handle or not isinstance(handle[name], h5py.Dataset):
+                raise WeightsError(
+                    f"{weights_path}: missing dataset '{name}' (expected shape {shape} "
+                    f"from {options_path})"
+                )
+            dataset = handle[name]
+            if tuple(dataset.shape) != shape:
+                raise WeightsError(
+                    f"{weights_path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
+                    f"but {options_path} implies {shape}"
+                )
+            arrays[name] = numpy.asarray(dataset[...], dtype=numpy.float32)
+    bilm = ElmoBiLM(bilm_options)
+    set_original_arrays(bilm, arrays)
+    return bilm
+
+
+def set_original_arrays(bilm: ElmoBiLM, arrays: Dict[str, numpy.ndarray]) -> None:
+    """Copy original-format arrays (as from `weights.hdf5`) into the model."""
+    options = bilm.options
+    encoder, lstm = bilm.char_encoder, bilm.lstm
+    t = torch.from_numpy
+    with torch.no_grad():
+        encoder.char_embedding[0].zero_()
+        encoder.char_embedding[1:].copy_(t(arrays["char_embed"]))
+        for i, conv in enumerate(encoder.convolutions):
+            # (1, width, in, out) -> (out, in, width)
+            conv.weight.copy_(t(arrays[f"CNN/W_cnn_{i}"][0]).permute(2, 1, 0))
+            conv.bias.copy_(t(arrays[f"CNN/b_cnn_{i}"]))
+        for k, (weight, bias) in enumerate(zip(encoder.highway_weights, encoder.highway_biases)):
+            prefix = f"CNN_high_{k}"
+            weight.copy_(torch.cat([t(arrays[f"{prefix}/W_transform"]), t(arrays[f"{prefix}/W_carry"])], 1))
+            bias.copy_(torch.cat([t(arrays[f"{prefix}/b_transform"]), t(arrays[f"{prefix}/b_carry"])]))
+        if encoder.projection is not None:
+            encoder.projection.weight.copy_(t(arrays["CNN_proj/W_proj"]).T)
+            encoder.projection.bias.copy_(t(arrays["CNN_proj/b_proj"]))
+        proj = options.projection_dim
+        for layer in range(options.n_layers):
+            for direction in range(2):
+                prefix = _lstm_prefix(direction, layer)
+                kernel = _permute_gates(t(arrays[f"{prefix}/W_0"]), _FILE_TO_MODEL_GATES)
+                lstm.input_weights[layer][direction].copy_(kernel[:proj])
+                lstm.hidden_weights[layer][direction].copy_(kernel[proj:])
+                bias = _permute_gates(t(arrays[f"{prefix}/B"]), _FILE_TO_MODEL_GATES)
+                lstm.biases[layer][direction].copy_(bias)
+                lstm.projections[layer][direction].copy_(t(arrays[f"{prefix}/W_P_0"]))
+
+
+def original_arrays(bilm: ElmoBiLM) -> Dict[str, numpy.ndarray]:
+    """The model's parameters as original-format arrays, float32."""
+    options = bilm.options
+    encoder, lstm = bilm.char_encoder, bilm.lstm
+    arrays: Dict[str, torch.Tensor] = {"char_embed": encoder.char_embedding[1:]}
+    for i, conv in enumerate(encoder.convolutions):
+        arrays[f"CNN/W_cnn_{i}"] = conv.weight.permute(2, 1, 0).unsqueeze(0)
+        arrays[f"CNN/b_cnn_{i}"] = conv.bias
+    width = options.n_filters
+    for k, (weight, bias) in enumerate(zip(encoder.highway_weights, encoder.highway_biases)):
+        prefix = f"CNN_high_{k}"
+        arrays[f"{prefix}/W_transform"], arrays[f"{prefix}/W_carry"] = weight[:, :width], weight[:, width:]
+        arrays[f"{prefix}/b_transform"], arrays[f"{prefix}/b_carry"] = bias[:width], bias[width:]
+    if encoder.projection is not None:
+        arrays["CNN_proj/W_proj"] = encoder.projection.weight.T
+        arrays["CNN_proj/b_proj"] = encoder.projection.bias
+    for layer in range(options.n_layers):
+        for direction in range(2):
+            prefix = _lstm_prefix(direction, layer)
+            kernel = torch.cat(
+                [lstm.input_weights[layer][direction], lstm.hidden_weights[layer][direction]]
+            )
+            arrays[f"{prefix}/W_0"] = _permute_gates(kernel, _MODEL_TO_FILE_GATES)
+            arrays[f"{prefix}/B"] = _permute_gates(lstm.biases[layer][direction], _MODEL_TO_FILE_GATES)
+            arrays[f"{prefix}/W_P_0"] = lstm.projections[layer][direction]
+    return {
+        name: numpy.ascontiguousarray(value.detach().to("cpu", torch.float32).numpy())
+        for name, value in arrays.items()
+    }
+
+
+def save_bilm(bilm: ElmoBiLM, directory: PathLike) -> Tuple[Path, Path]:
+    """Write `options.json` and `weights.hdf5` into `directory` (created if needed).
+
+    Both files are written to temporary names and renamed, so an interrupted save
+    never leaves a half-written model.
+    """
+    import h5py
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    options_path, weights_path = directory / OPTIONS_NAME, directory / WEIGHTS_NAME
+    with atomic_output_path(weights_path) as tmp:
+        with h5py.File(tmp, "w") as handle:
+            for name, array in sorted(original_arrays(bilm).items()):
+                handle.create_dataset(name, data=array)
+    with atomic_output_path(options_path) as tmp:
+        tmp.write_text(json.dumps(bilm.options.to_dict(), indent=2) + "\n", encoding="utf8")
+    return options_path, weights_path
+
+
+
+def _lstm_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def _permute_gates(tensor: torch.Tensor, order: Tuple[int, ...]) -> torch.Tensor:
+    blocks = tensor.chunk(4, dim=-1)
+    return torch.cat([blocks[i] for i in order], dim=-1)
