@@ -1,0 +1,95 @@
+"""Batch independence, shapes and edge cases of the biLM."""
+import json
+import random
+
+import pytest
+import torch
+
+from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+
+@pytest.fixture(scope="module")
+def sentences(reference_dir):
+    path = reference_dir / "allennlp" / "sentences.json"
+    return [s.split() for group in json.loads(path.read_text()) for s in group]
+
+
+def _encode(bilm, batch):
+    with torch.no_grad():
+        return bilm(batch_to_char_ids(batch))
+
+
+def test_sentence_vectors_do_not_depend_on_the_batch(fixture_bilm, sentences):
+    alone = [_encode(fixture_bilm, [s]).layers[0, :, : len(s)] for s in sentences]
+    rng = random.Random(0)
+    for trial in range(4):
+        order = list(range(len(sentences)))
+        rng.shuffle(order)
+        size = rng.randint(2, 12)
+        for start in range(0, len(order), size):
+            batch_ids = order[start : start + size]
+            layers = _encode(fixture_bilm, [sentences[i] for i in batch_ids]).layers
+            for row, i in enumerate(batch_ids):
+                got = layers[row, :, : len(sentences[i])]
+                assert torch.allclose(got, alone[i], rtol=0, atol=1e-6), (trial, i)
+
+
+def test_history_does_not_change_outputs(fixture_bilm, sentences):
+    first = _encode(fixture_bilm, sentences[:5]).layers
+    _encode(fixture_bilm, sentences[5:])
+    again = _encode(fixture_bilm, sentences[:5]).layers
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+
+
+def test_output_layout_and_padding(fixture_bilm):
+    batch = [["a", "b", "c"], ["d"], []]
+    output = _encode(fixture_bilm, batch)
+    assert output.layers.shape == (3, 3, 3, 32)
+    assert output.mask.tolist() == [[True] * 3, [True, False, False], [False] * 3]
+    assert torch.all(output.layers[1, :, 1:] == 0) and torch.all(output.layers[2] == 0)
+    token_layer = output.layers[:, 0]
+    torch.testing.assert_close(token_layer[..., :16], token_layer[..., 16:])
+
+
+def test_empty_batches(fixture_bilm):
+    assert _encode(fixture_bilm, []).layers.shape == (0, 3, 0, 32)
+    assert _encode(fixture_bilm, [[], []]).layers.shape == (2, 3, 0, 32)
+
+
+def test_repeated_tokens_share_one_character_encoding(fixture_bilm, monkeypatch):
+    seen = []
+    encoder_forward = fixture_bilm.char_encoder.forward
+    monkeypatch.setattr(
+        fixture_bilm.char_encoder, "forward", lambda ids: seen.append(len(ids)) or encoder_forward(ids)
+    )
+    _encode(fixture_bilm, [["the", "cat", "the"], ["the", "dog"]])
+    assert seen == [5]  # <S>, </S>, the, cat, dog
+
+
+def test_long_token_and_long_sentence(fixture_bilm):
+    long_token = "x" * 10_000
+    output = _encode(fixture_bilm, [[long_token, "y"], ["w"] * 2000])
+    assert output.layers.shape == (2, 3, 2000, 32)
+    truncated = _encode(fixture_bilm, [["x" * 48, "y"]]).layers[0, :, :2]
+    torch.testing.assert_close(output.layers[0, :, :2], truncated, rtol=0, atol=1e-6)
+    assert torch.isfinite(output.layers).all()
+
+
+def test_gradients_reach_every_parameter():
+    torch.manual_seed(0)
+    bilm = ElmoBiLM(NAMED_SIZES["fixture"])
+    output = bilm(batch_to_char_ids([["a", "b"], ["c"]]))
+    output.layers.sum().backward()
+    missing = [name for name, p in bilm.named_parameters() if p.grad is None or not p.grad.any()]
+    assert missing == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(fixture_bilm, sentences):
+    cpu = _encode(fixture_bilm, sentences).layers
+    gpu_model = fixture_bilm.to("cuda")
+    with torch.no_grad():
+        gpu = gpu_model(batch_to_char_ids(sentences).to("cuda")).layers.cpu()
+    torch.testing.assert_close(gpu, cpu, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,108 @@
+"""Reading and writing the bilm-tf/AllenNLP `options.json` + `weights.hdf5` format."""
+import json
+import shutil
+
+import h5py
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.errors import OptionsError, WeightsError
+from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+from spacy_elmo.models.pytorch.options import NAMED_SIZES
+from spacy_elmo.original_format import expected_shapes, load_bilm, save_bilm
+
+
+def _datasets(path):
+    found = {}
+    with h5py.File(path, "r") as handle:
+        handle.visititems(
+            lambda name, obj: found.__setitem__(name, obj[...]) if isinstance(obj, h5py.Dataset) else None
+        )
+    return found
+
+
+@pytest.mark.parametrize("model_dir", ["allennlp", "bilm-tf/model"])
+def test_load_save_round_trip_is_exact(reference_dir, tmp_path, model_dir):
+    source = reference_dir / model_dir
+    bilm = load_bilm(source / "lm_weights.hdf5")
+    options_path, weights_path = save_bilm(bilm, tmp_path / "saved")
+    original, saved = _datasets(source / "lm_weights.hdf5"), _datasets(weights_path)
+    assert sorted(original) == sorted(saved)
+    for name, array in original.items():
+        assert saved[name].dtype == array.dtype and saved[name].shape == array.shape, name
+        assert saved[name].tobytes() == array.tobytes(), name
+    assert json.loads(options_path.read_text()) == json.loads((source / "options.json").read_text())
+    reloaded = load_bilm(tmp_path / "saved")
+    for (name, a), (_, b) in zip(bilm.state_dict().items(), reloaded.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+def test_save_then_load_a_random_model_keeps_outputs(tmp_path):
+    torch.manual_seed(1)
+    bilm = ElmoBiLM(NAMED_SIZES["fixture"]).eval()
+    save_bilm(bilm, tmp_path)
+    reloaded = load_bilm(tmp_path).eval()
+    char_ids = batch_to_char_ids([["Hello", "world", "!"], ["ELMo"]])
+    with torch.no_grad():
+        torch.testing.assert_close(bilm(char_ids).layers, reloaded(char_ids).layers, rtol=0, atol=0)
+
+
+def test_named_sizes_have_consistent_shapes():
+    original = expected_shapes(NAMED_SIZES["original"])
+    assert original["CNN_high_1/W_carry"] == (2048, 2048)
+    assert original["RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"] == (1024, 16384)
+    assert original["CNN_proj/W_proj"] == (2048, 512)
+    n_params = sum(int(numpy.prod(s)) for s in original.values())
+    assert n_params == pytest.approx(93.6e6, rel=0.01)  # the published 93.6M
+
+
+def _copy_fixture(reference_dir, tmp_path):
+    target = tmp_path / "model"
+    shutil.copytree(reference_dir / "allennlp", target, ignore=shutil.ignore_patterns("derived"))
+    return target
+
+
+def test_missing_dataset_is_named(reference_dir, tmp_path):
+    model = _copy_fixture(reference_dir, tmp_path)
+    with h5py.File(model / "lm_weights.hdf5", "a") as handle:
+        del handle["CNN_high_1/W_carry"]
+    with pytest.raises(WeightsError, match=r"missing dataset 'CNN_high_1/W_carry' \(expected shape \(124, 124\)"):
+        load_bilm(model / "lm_weights.hdf5")
+
+
+def test_wrong_shape_names_dataset_and_both_shapes(reference_dir, tmp_path):
+    model = _copy_fixture(reference_dir, tmp_path)
+    options = json.loads((model / "options.json").read_text())
+    options["lstm"]["dim"] = 32
+    (model / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightsError, match=r"'RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0' has shape \(32, 256\), but .* implies \(32, 128\)"):
+        load_bilm(model / "lm_weights.hdf5")
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [("{not json", "not valid JSON"), ('{"lstm": {}}', "missing or invalid option"),
+     ('{"lstm": {"dim": 4, "n_layers": 1}, "char_cnn": {"activation": "gelu"}}', "activation")],
+)
+def test_bad_options(reference_dir, tmp_path, content, message):
+    model = _copy_fixture(reference_dir, tmp_path)
+    (model / "options.json").write_text(content)
+    with pytest.raises(OptionsError, match=message):
+        load_bilm(model / "lm_weights.hdf5")
+
+
+def test_missing_and_unreadable_files(reference_dir, tmp_path):
+    with pytest.raises(WeightsError, match="not found"):
+        load_bilm(tmp_path / "nothing.hdf5")
+    model = _copy_fixture(reference_dir, tmp_path)
+    (model / "options.json").unlink()
+    with pytest.raises(OptionsError, match="Options file not found"):
+        load_bilm(model / "lm_weights.hdf5")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "weights.hdf5").write_bytes(b"not hdf5")
+    shutil.copy(reference_dir / "allennlp" / "options.json", broken)
+    with pytest.raises(WeightsError, match="not a readable HDF5 file"):
+        load_bilm(broken)
