@@ -5,6 +5,7 @@ step ``t`` owns the contiguous rows ``offsets[t] : offsets[t] + batch_sizes[t]``
 and no work is spent on padding. Direction 0 reads each sequence forwards,
 direction 1 reads it reversed; both share the packing plan.
 """
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -12,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from .options import BiLMOptions
+from .packed_linear import PackedWeights
 
 #: ``(h, c)`` for one layer, *Shape:* ``(2, batch, projection_dim)`` and
 #: ``(2, batch, lstm_dim)``; index 0 is the forward direction.
@@ -78,6 +80,9 @@ class BiLstmStack(nn.Module):
         forget_bias[hidden : 2 * hidden] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
         self.dropout = 0.0
+        #: Run the two directions on two CPU threads (see :meth:`forward`).
+        self.parallel_directions = True
+        self._packed = PackedWeights()
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -107,6 +112,52 @@ class BiLstmStack(nn.Module):
             ``(2, n_rows, projection_dim)``, and per layer the final state of every
             sequence (after its last step), in sorted order.
         """
+        if not self._directions_in_threads(inputs):
+            return self._run_directions(inputs, plan, initial_state, slice(0, 2))
+        # On CPU the two directions run concurrently, one core each: small
+        # per-step GEMMs use two single-threaded cores far better than one
+        # GEMM split across both (5x at batch 1, where the work is a GEMV).
+        threads = torch.get_num_threads()
+        # Grad, inference and autocast modes are thread-local: carry them over.
+        inference = torch.is_inference_mode_enabled()
+        grad = torch.is_grad_enabled()
+        autocast = torch.is_autocast_enabled("cpu")
+        autocast_dtype = torch.get_autocast_dtype("cpu")
+
+        def run(direction: int) -> Tuple[List[Tensor], List[LstmState]]:
+            torch.set_num_threads(max(1, threads // 2))
+            with torch.inference_mode(inference), torch.set_grad_enabled(grad), torch.autocast(
+                "cpu", dtype=autocast_dtype, enabled=autocast
+            ):
+                return self._run_directions(
+                    inputs[direction : direction + 1], plan,
+                    None if initial_state is None
+                    else [(h[direction : direction + 1], c[direction : direction + 1]) for h, c in initial_state],
+                    slice(direction, direction + 1),
+                )
+
+        try:
+            forward, backward = _direction_pool().map(run, (0, 1))
+        finally:
+            torch.set_num_threads(threads)
+        outputs = [torch.cat(pair) for pair in zip(forward[0], backward[0])]
+        states = [
+            (torch.cat([fh, bh]), torch.cat([fc, bc]))
+            for (fh, fc), (bh, bc) in zip(forward[1], backward[1])
+        ]
+        return outputs, states
+
+    def _directions_in_threads(self, inputs: Tensor) -> bool:
+        return inputs.device.type == "cpu" and torch.get_num_threads() >= 2 and self.parallel_directions
+
+    def _run_directions(
+        self,
+        inputs: Tensor,
+        plan: PackingPlan,
+        initial_state: Optional[Sequence[LstmState]],
+        directions: slice,
+    ) -> Tuple[List[Tensor], List[LstmState]]:
+        """All layers for the directions in `directions` (inputs ``(k, n_rows, P)``)."""
         outputs: List[Tensor] = []
         final_states: List[LstmState] = []
         layer_input = inputs
@@ -114,7 +165,8 @@ class BiLstmStack(nn.Module):
             if self.dropout and self.training:
                 layer_input = nn.functional.dropout(layer_input, self.dropout, True)
             hidden, state = self._run_layer(
-                layer, layer_input, plan, None if initial_state is None else initial_state[layer]
+                layer, layer_input, plan,
+                None if initial_state is None else initial_state[layer], directions,
             )
             if layer > 0 and self.use_skip_connections:
                 hidden = hidden + layer_input
@@ -124,10 +176,17 @@ class BiLstmStack(nn.Module):
         return outputs, final_states
 
     def _run_layer(
-        self, layer: int, inputs: Tensor, plan: PackingPlan, state: Optional[LstmState]
+        self,
+        layer: int,
+        inputs: Tensor,
+        plan: PackingPlan,
+        state: Optional[LstmState],
+        directions: slice,
     ) -> Tuple[Tensor, LstmState]:
-        w_hidden, w_proj = self.hidden_weights[layer], self.projections[layer]
-        bias = (self.biases[layer] + self.forget_bias).unsqueeze(1)
+        w_input = self.input_weights[layer][directions]
+        w_hidden = self.hidden_weights[layer][directions]
+        w_proj = self.projections[layer][directions]
+        bias = (self.biases[layer][directions] + self.forget_bias).unsqueeze(1)
         hidden_size = w_proj.shape[1]
         h, c = state if state is not None else (None, None)
         steps: List[Tensor] = []
@@ -138,12 +197,10 @@ class BiLstmStack(nn.Module):
         for t, (n, offset) in enumerate(zip(plan.batch_sizes, plan.offsets)):
             if offset >= chunk_end:
                 chunk_start, chunk_end = offset, self._chunk_end(plan, t)
-                gate_inputs = torch.baddbmm(
-                    bias, inputs[:, chunk_start:chunk_end], self.input_weights[layer]
-                )
+                gate_inputs = _affine(bias, inputs[:, chunk_start:chunk_end], w_input)
             gates = gate_inputs[:, offset - chunk_start : offset - chunk_start + n]
             if h is not None:
-                gates = torch.baddbmm(gates, h[:, :n], w_hidden)
+                gates = self._matmul(gates, h[:, :n], w_hidden, (layer, directions.start, 0))
             sigmoid = torch.sigmoid(gates[:, :, : 3 * hidden_size])
             candidate = torch.tanh(gates[:, :, 3 * hidden_size :])
             input_gate = sigmoid[:, :, :hidden_size]
@@ -154,7 +211,7 @@ class BiLstmStack(nn.Module):
                 new_c = torch.addcmul(new_c, forget_gate, c[:, :n])
             if self.cell_clip is not None:
                 new_c = new_c.clamp(-self.cell_clip, self.cell_clip)
-            new_h = torch.bmm(output_gate * torch.tanh(new_c), w_proj)
+            new_h = self._matmul(None, output_gate * torch.tanh(new_c), w_proj, (layer, directions.start, 1))
             if self.proj_clip is not None:
                 new_h = new_h.clamp(-self.proj_clip, self.proj_clip)
             steps.append(new_h)
@@ -167,6 +224,15 @@ class BiLstmStack(nn.Module):
         finished_c.reverse()
         return torch.cat(steps, dim=1), (torch.cat(finished_h, dim=1), torch.cat(finished_c, dim=1))
 
+    def _matmul(self, add: Optional[Tensor], x: Tensor, weight: Tensor, key: Tuple[int, ...]) -> Tensor:
+        """``add + x @ weight`` per direction, through prepacked weights when possible."""
+        if x.shape[0] == 1:
+            product = self._packed.matmul(x[0], weight[0], key)
+            if product is not None:
+                product = product.unsqueeze(0)
+                return product if add is None else add + product
+        return _affine(add, x, weight)
+
     @staticmethod
     def _chunk_end(plan: PackingPlan, first_step: int) -> int:
         """End row of the input-projection chunk that starts at `first_step`."""
@@ -177,3 +243,28 @@ class BiLstmStack(nn.Module):
                 break
             end += n
         return end
+
+
+def _affine(bias: Optional[Tensor], x: Tensor, weight: Tensor) -> Tensor:
+    """``bias + x @ weight`` per direction; *Shape:* ``(k, rows, in) -> (k, rows, out)``.
+
+    One direction goes through a plain matrix multiply (MKL's GEMV path at one
+    row), two through a batched one.
+    """
+    if x.shape[0] == 1:
+        if bias is None:
+            return torch.mm(x[0], weight[0]).unsqueeze(0)
+        return torch.addmm(bias[0], x[0], weight[0]).unsqueeze(0)
+    if bias is None:
+        return torch.bmm(x, weight)
+    return torch.baddbmm(bias, x, weight)
+
+
+_POOL: Optional[ThreadPoolExecutor] = None
+
+
+def _direction_pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="elmo-direction")
+    return _POOL

@@ -1,0 +1,118 @@
+"""Inference throughput and peak memory of `embed`-style ELMo inference.
+
+Builds a randomly initialised biLM of a named size and embeds sentences whose
+lengths and words come from UD English-EWT dev, in their natural order, as the
+`embed` command does. Each configuration runs in its own process so that peak
+RSS is its own.
+
+    python benchmarks/bench_inference.py --size original --batch-sizes 1 32
+"""
+import argparse
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+DEFAULT_CONLLU = Path(__file__).resolve().parents[2] / "shared/data/ud_english_ewt/en_ewt-ud-dev.conllu"
+
+
+def read_sentences(path: Path, n: int, seed: int) -> List[List[str]]:
+    """`n` sentences (token forms) drawn at random from a CoNLL-U file."""
+    sentences, current = [], []
+    for line in path.read_text(encoding="utf8").splitlines():
+        if not line:
+            if current:
+                sentences.append(current)
+            current = []
+        elif not line.startswith("#"):
+            fields = line.split("\t")
+            if fields[0].isdigit():
+                current.append(fields[1])
+    return random.Random(seed).sample(sentences, n)
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    """Time one (size, batch size, device, dtype) configuration in this process."""
+    import torch
+
+    from spacy_elmo.embedder import ElmoEmbedder
+    from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+    from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    bilm = ElmoBiLM(NAMED_SIZES[args.size])
+    sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
+    n_tokens = sum(len(s) for s in sentences)
+    embedder = ElmoEmbedder(
+        bilm, batch_size=args.batch_size, device=args.device,
+        sort_window=args.sort_window,
+    )
+    dtype = {"fp32": None, "bf16": torch.bfloat16}[args.dtype]
+
+    def once() -> float:
+        start = time.perf_counter()
+        with torch.autocast(args.device.split(":")[0], dtype=dtype, enabled=dtype is not None):
+            for _ in embedder.embed(sentences):
+                pass
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    once() if args.warmup else None
+    times = [once() for _ in range(args.repeats)]
+    return {
+        "size": args.size, "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype,
+        "sort_window": args.sort_window, "sentences": len(sentences), "tokens": n_tokens,
+        "tokens_per_s": [round(n_tokens / t, 1) for t in times],
+        "median_tokens_per_s": round(n_tokens / statistics.median(times), 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="original", choices=["fixture", "small", "medium", "original"])
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--n-sentences", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sort-window", type=int, default=64, help="batches sorted by length together (1: none)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=["fp32", "bf16"])
+    parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--batch-size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args)))
+        return
+    if not args.conllu.exists():
+        sys.exit(f"Sentences file not found: {args.conllu} (pass --conllu)")
+    print(f"{'size':9} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
+    for dtype in args.dtypes:
+        for batch_size in args.batch_sizes:
+            command = [
+                sys.executable, __file__, "--one", "--size", args.size, "--batch-size", str(batch_size),
+                "--n-sentences", str(args.n_sentences), "--repeats", str(args.repeats),
+                "--threads", str(args.threads), "--sort-window", str(args.sort_window),
+                "--device", args.device, "--dtype", dtype, "--conllu", str(args.conllu),
+            ] + ([] if args.warmup else ["--no-warmup"])
+            result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+            runs = ", ".join(str(r) for r in result["tokens_per_s"])
+            print(
+                f"{result['size']:9} {result['device']:6} {result['dtype']:5} {batch_size:>5} "
+                f"{result['sort_window']:>4} {result['tokens']:>6} {result['median_tokens_per_s']:>12} "
+                f"{runs:>24} {result['peak_rss_mb']:>11}", flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
