@@ -1,0 +1,345 @@
+"""`spacy-elmo embed`: HDF5 layout, values, bad input and atomic output."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+import h5py
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.cli import main
+from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
+from spacy_elmo.embedder import ElmoEmbedder
+from spacy_elmo.original_format import save_bilm
+
+SENTENCES = [
+    "The cat sat on the mat .",
+    "Colorless green ideas sleep furiously",
+    "ELMo é ótimo ☃ !",
+    "The cat sat on the mat .",  # a repeat maps to its last index, as in AllenNLP
+    "Short",
+]
+
+
+@pytest.fixture(scope="module")
+def weights_file(allennlp_model_dir: Path) -> Path:
+    return allennlp_model_dir / "lm_weights.hdf5"
+
+
+@pytest.fixture()
+def reference(fixture_bilm):
+    """Embed token lists directly with `ElmoEmbedder`: what the command must write."""
+    embedder = ElmoEmbedder(fixture_bilm)
+
+    def embed(sentences: Sequence[List[str]]) -> List[numpy.ndarray]:
+        return list(embedder.embed(sentences))
+
+    return embed
+
+
+def run_embed(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
+    """Run `spacy-elmo embed ARGS` in-process through `main`; (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["spacy-elmo", "embed", *map(str, args)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    return exit_info.value.code or 0, captured.out, captured.err
+
+
+def write_lines(path: Path, lines: Sequence[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf8")
+    return path
+
+
+def read_output(path: Path) -> Tuple[List[numpy.ndarray], dict]:
+    with h5py.File(path, "r") as handle:
+        mapping_dataset = handle["sentence_to_index"]
+        assert mapping_dataset.shape == (1,)
+        assert h5py.check_string_dtype(mapping_dataset.dtype) is not None
+        raw = mapping_dataset[0]
+        mapping = json.loads(raw.decode("utf8") if isinstance(raw, bytes) else raw)
+        keys = set(handle) - {"sentence_to_index"}
+        assert keys == {str(i) for i in range(len(keys))}
+        arrays = [handle[str(i)][...] for i in range(len(keys))]
+    assert all(array.dtype == numpy.float32 for array in arrays)
+    return arrays, mapping
+
+
+def one_message(text: str) -> str:
+    """The printed error with wrapped lines joined again."""
+    return " ".join(text.split())
+
+
+def test_embed_matches_embedder(tmp_path, capsys, monkeypatch, weights_file, reference):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES)
+    output_path = tmp_path / "new" / "dir" / "out.hdf5"  # missing directories are created
+    code, out, err = run_embed(capsys, monkeypatch, input_path, output_path, "--weights", weights_file)
+    assert code == 0, out + err
+    arrays, mapping = read_output(output_path)
+    expected = reference([s.split() for s in SENTENCES])
+    assert len(arrays) == len(expected)
+    for array, want in zip(arrays, expected):
+        assert array.shape == want.shape
+        numpy.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6)
+    assert arrays[0].shape == (3, 7, 32)
+    assert mapping == {
+        "The cat sat on the mat .": "3",
+        "Colorless green ideas sleep furiously": "1",
+        "ELMo é ótimo ☃ !": "2",
+        "Short": "4",
+    }
+    n_tokens = sum(len(s.split()) for s in SENTENCES)
+    summary = out.strip().splitlines()
+    assert len(summary) == 1
+    assert f"{len(SENTENCES)} sentences, {n_tokens} tokens" in summary[0]
+    assert "tokens/s" in summary[0]
+    assert err == ""  # no warning, and no progress bar for a short input
+    assert sorted(p.name for p in output_path.parent.iterdir()) == ["out.hdf5"]
+
+
+@pytest.mark.parametrize("flag", ["--top", "--average"])
+def test_top_and_average(tmp_path, capsys, monkeypatch, weights_file, reference, flag):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:3])
+    output_path = tmp_path / "out.hdf5"
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, output_path, "--weights", weights_file, flag, "--batch-size", "2"
+    )
+    assert code == 0, out + err
+    arrays, _ = read_output(output_path)
+    for array, layers in zip(arrays, reference([s.split() for s in SENTENCES[:3]])):
+        want = layers[-1] if flag == "--top" else layers.mean(axis=0)
+        assert array.shape == (layers.shape[1], 32)
+        numpy.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6)
+
+
+def test_top_and_average_together_is_a_usage_error(tmp_path, capsys, monkeypatch, weights_file):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:1])
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file, "--top", "--average"
+    )
+    assert code == 2
+    assert "--top" in out + err and "Traceback" not in out + err
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_model_directory_and_explicit_options(
+    tmp_path, capsys, monkeypatch, allennlp_model_dir, fixture_bilm, reference
+):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:2])
+    expected = reference([s.split() for s in SENTENCES[:2]])
+    model_dir = tmp_path / "model"
+    save_bilm(fixture_bilm, model_dir)
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "a.hdf5", "--weights", model_dir)
+    assert code == 0, out + err
+    # Weights alone in a directory without options.json: --options names it.
+    lone = tmp_path / "lone" / "my_weights.hdf5"
+    lone.parent.mkdir()
+    shutil.copy(allennlp_model_dir / "lm_weights.hdf5", lone)
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "b.hdf5",
+        "--weights", lone, "--options", allennlp_model_dir / "options.json",
+    )
+    assert code == 0, out + err
+    for name in ("a.hdf5", "b.hdf5"):
+        arrays, _ = read_output(tmp_path / name)
+        for array, want in zip(arrays, expected):
+            numpy.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6)
+
+
+def test_cli_as_subprocess(tmp_path, weights_file, reference):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:2])
+    output_path = tmp_path / "out.hdf5"
+    command = [sys.executable, "-m", "spacy_elmo", "embed", str(input_path), str(output_path),
+               "--weights", str(weights_file), "--average"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 sentences, 12 tokens" in done.stdout
+    arrays, mapping = read_output(output_path)
+    for array, layers in zip(arrays, reference([s.split() for s in SENTENCES[:2]])):
+        numpy.testing.assert_allclose(array, layers.mean(axis=0), rtol=1e-5, atol=1e-6)
+    assert mapping == {SENTENCES[0]: "0", SENTENCES[1]: "1"}
+
+
+def test_missing_input(tmp_path, capsys, monkeypatch, weights_file):
+    missing = tmp_path / "nope.txt"
+    code, out, err = run_embed(capsys, monkeypatch, missing, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 1
+    assert f"Input file not found: {missing}" in one_message(out + err)
+    assert "Traceback" not in out + err
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_undecodable_bytes_name_line_and_offset(tmp_path, capsys, monkeypatch, weights_file):
+    input_path = tmp_path / "in.txt"
+    input_path.write_bytes("fine line\n".encode("utf8") + b"bad \xff byte\nlater line\n")
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 1
+    message = one_message(out + err)
+    assert f"{input_path}, line 2: not valid UTF-8" in message
+    assert "\\xff" in message
+    assert "byte offset 14 of the file" in message  # 10 bytes of line 1 + 4
+    assert "Traceback" not in out + err
+    assert list(tmp_path.iterdir()) == [input_path]
+
+
+def test_empty_lines_give_empty_datasets_and_one_warning(tmp_path, capsys, monkeypatch, weights_file, reference):
+    lines = [SENTENCES[0], "", SENTENCES[1], "  \t ", SENTENCES[4]]
+    input_path = write_lines(tmp_path / "in.txt", lines)
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 0, out + err
+    arrays, mapping = read_output(tmp_path / "out.hdf5")
+    assert [a.shape for a in arrays] == [(3, 7, 32), (3, 0, 32), (3, 5, 32), (3, 0, 32), (3, 1, 32)]
+    numpy.testing.assert_allclose(arrays[2], reference([SENTENCES[1].split()])[0], rtol=1e-5, atol=1e-6)
+    assert mapping == {SENTENCES[0]: "0", SENTENCES[1]: "2", SENTENCES[4]: "4"}
+    warnings = [line for line in err.splitlines() if "empty" in line]
+    assert len(warnings) == 1
+    assert "lines 2, 4 are empty" in warnings[0]
+
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "top.hdf5", "--weights", weights_file, "--top"
+    )
+    assert code == 0, out + err
+    arrays, _ = read_output(tmp_path / "top.hdf5")
+    assert [a.shape for a in arrays] == [(7, 32), (0, 32), (5, 32), (0, 32), (1, 32)]
+
+
+def test_crlf_and_byte_order_mark(tmp_path, capsys, monkeypatch, weights_file, reference):
+    input_path = tmp_path / "in.txt"
+    input_path.write_bytes("\ufeffHello world\r\nsecond  line \r\n".encode("utf8"))
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 0, out + err
+    arrays, mapping = read_output(tmp_path / "out.hdf5")
+    assert mapping == {"Hello world": "0", "second  line": "1"}
+    for array, want in zip(arrays, reference([["Hello", "world"], ["second", "line"]])):
+        numpy.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6)
+
+
+def test_very_long_token_and_line(tmp_path, capsys, monkeypatch, weights_file, reference):
+    long_token = "x" * 10_000
+    long_line = [f"w{i % 50}" for i in range(2_000)]
+    input_path = write_lines(tmp_path / "in.txt", [f"a {long_token} b", " ".join(long_line)])
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 0, out + err
+    arrays, _ = read_output(tmp_path / "out.hdf5")
+    # Characters past the 48th byte are dropped, as in bilm-tf.
+    truncated, w0 = reference([["a", "x" * 48, "b"], ["w0"]])
+    numpy.testing.assert_allclose(arrays[0], truncated, rtol=1e-5, atol=1e-6)
+    assert arrays[1].shape == (3, 2_000, 32)
+    assert numpy.isfinite(arrays[1]).all()
+    # Layer 0 is the context-free token layer: every "w0" in the long line matches a lone "w0".
+    numpy.testing.assert_allclose(arrays[1][0, ::50], numpy.repeat(w0[0], 40, axis=0), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "setup, expected",
+    [
+        ("missing", "Weights file not found"),
+        ("not_hdf5", "not a readable HDF5 file"),
+        ("bad_options", "not valid JSON"),
+        ("no_options", "Options file not found"),
+    ],
+)
+def test_bad_weights(tmp_path, capsys, monkeypatch, allennlp_model_dir, setup, expected):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:1])
+    model = tmp_path / "model"
+    model.mkdir()
+    weights = model / "weights.hdf5"
+    if setup != "missing":
+        shutil.copy(allennlp_model_dir / "lm_weights.hdf5", weights)
+    if setup == "not_hdf5":
+        weights.write_bytes(b"this is not HDF5\n" * 10)
+    if setup != "no_options":
+        shutil.copy(allennlp_model_dir / "options.json", model / "options.json")
+    if setup == "bad_options":
+        (model / "options.json").write_text('{"lstm": {', encoding="utf8")
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights)
+    assert code == 1
+    assert expected in one_message(out + err)
+    assert "Traceback" not in out + err
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_output_path_is_a_directory(tmp_path, capsys, monkeypatch, weights_file):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:1])
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    code, out, err = run_embed(capsys, monkeypatch, input_path, out_dir, "--weights", weights_file)
+    assert code == 1
+    assert f"Output path is a directory: {out_dir}" in one_message(out + err)
+    assert list(out_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without CUDA")
+def test_gpu_id_without_cuda(tmp_path, capsys, monkeypatch, weights_file):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:1])
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file, "--gpu-id", "0"
+    )
+    assert code == 1
+    assert "--gpu-id 0: CUDA is not available" in one_message(out + err)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_matches_cpu(tmp_path, capsys, monkeypatch, weights_file, reference):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES)
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file, "--gpu-id", "0"
+    )
+    assert code == 0, out + err
+    arrays, _ = read_output(tmp_path / "out.hdf5")
+    for array, want in zip(arrays, reference([s.split() for s in SENTENCES])):
+        numpy.testing.assert_allclose(array, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, RuntimeError])
+@pytest.mark.parametrize("existing", [False, True])
+def test_interrupted_run_leaves_no_output(tmp_path, capsys, monkeypatch, weights_file, interruption, existing):
+    """A failure halfway leaves OUTPUT as it was (absent or the old file) and no temp file."""
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES * 4)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    output_path = out_dir / "out.hdf5"
+    if existing:
+        output_path.write_bytes(b"previous result")
+    original_embed = ElmoEmbedder.embed
+    yielded = []
+
+    def embed_then_fail(self, sentences):
+        for array in original_embed(self, sentences):
+            if len(yielded) == 10:
+                raise interruption("simulated failure halfway")
+            yielded.append(array)
+            yield array
+
+    monkeypatch.setattr(ElmoEmbedder, "embed", embed_then_fail)
+    if interruption is KeyboardInterrupt:  # click turns Ctrl-C into "Aborted!" and exit code 130
+        code, _, _ = run_embed(capsys, monkeypatch, input_path, output_path, "--weights", weights_file)
+        assert code != 0
+    else:
+        with pytest.raises(RuntimeError, match="simulated failure"):
+            run_embed(capsys, monkeypatch, input_path, output_path, "--weights", weights_file)
+    assert len(yielded) == 10  # it really failed halfway through the 20 sentences
+    if existing:
+        assert [p.name for p in out_dir.iterdir()] == ["out.hdf5"]
+        assert output_path.read_bytes() == b"previous result"
+    else:
+        assert list(out_dir.iterdir()) == []
+
+
+def test_progress_bar_on_long_input_without_tty(tmp_path, capsys, monkeypatch, weights_file):
+    n_lines = PROGRESS_MIN_LINES + 100
+    input_path = write_lines(tmp_path / "in.txt", [f"word{i % 7}" for i in range(n_lines)])
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file, "--batch-size", "64"
+    )
+    assert code == 0, out + err
+    assert f"{n_lines}/{n_lines}" in err  # tqdm's final state, on stderr
+    assert f"{n_lines}/{n_lines}" not in out
+    assert f"{n_lines} sentences, {n_lines} tokens" in out
+    with h5py.File(tmp_path / "out.hdf5", "r") as handle:
+        assert len(handle) == n_lines + 1
+        assert handle[str(n_lines - 1)].shape == (3, 1, 32)
