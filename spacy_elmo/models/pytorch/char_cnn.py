@@ -3,6 +3,10 @@ import torch
 from torch import Tensor, nn
 
 from .options import BiLMOptions
+from .packed_linear import PackedWeights
+
+# Above this many distinct tokens MKL multiplies the highway matrices faster.
+_PACKED_MAX_ROWS = 256
 
 
 class CharacterEncoder(nn.Module):
@@ -32,6 +36,7 @@ class CharacterEncoder(nn.Module):
         self.projection = (
             nn.Linear(width, options.projection_dim) if options.has_char_projection else None
         )
+        self._packed = PackedWeights()
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -58,8 +63,10 @@ class CharacterEncoder(nn.Module):
         chars = nn.functional.embedding(char_ids, self.char_embedding)
         features = torch.cat([self._max_pooled(chars, conv) for conv in self.convolutions], dim=1)
         width = features.shape[1]
-        for weight, bias in zip(self.highway_weights, self.highway_biases):
-            projected = torch.addmm(bias, features, weight)
+        for k, (weight, bias) in enumerate(zip(self.highway_weights, self.highway_biases)):
+            projected = self._packed.matmul(features, weight, (k,), bias=bias, max_rows=_PACKED_MAX_ROWS)
+            if projected is None:
+                projected = torch.addmm(bias, features, weight)
             transform = torch.relu(projected[:, :width])
             gate = torch.sigmoid(projected[:, width:])
             features = gate * transform + (1.0 - gate) * features

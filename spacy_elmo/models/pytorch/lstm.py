@@ -197,7 +197,7 @@ class BiLstmStack(nn.Module):
         for t, (n, offset) in enumerate(zip(plan.batch_sizes, plan.offsets)):
             if offset >= chunk_end:
                 chunk_start, chunk_end = offset, self._chunk_end(plan, t)
-                gate_inputs = _affine(bias, inputs[:, chunk_start:chunk_end], w_input)
+                gate_inputs = self._matmul(bias, inputs[:, chunk_start:chunk_end], w_input, (layer, directions.start, 2))
             gates = gate_inputs[:, offset - chunk_start : offset - chunk_start + n]
             if h is not None:
                 gates = self._matmul(gates, h[:, :n], w_hidden, (layer, directions.start, 0))
@@ -225,12 +225,18 @@ class BiLstmStack(nn.Module):
         return torch.cat(steps, dim=1), (torch.cat(finished_h, dim=1), torch.cat(finished_c, dim=1))
 
     def _matmul(self, add: Optional[Tensor], x: Tensor, weight: Tensor, key: Tuple[int, ...]) -> Tensor:
-        """``add + x @ weight`` per direction, through prepacked weights when possible."""
+        """``add + x @ weight`` per direction, through prepacked weights when possible.
+
+        ``add`` of shape ``(k, 1, out)`` is a bias, fused into the product.
+        """
         if x.shape[0] == 1:
-            product = self._packed.matmul(x[0], weight[0], key)
+            is_row = add is not None and add.shape[1] == 1  # a bias: fuse it
+            product = self._packed.matmul(
+                x[0], weight[0], key, bias=add[0, 0] if is_row else None
+            )
             if product is not None:
                 product = product.unsqueeze(0)
-                return product if add is None else add + product
+                return product if add is None or is_row else add + product
         return _affine(add, x, weight)
 
     @staticmethod

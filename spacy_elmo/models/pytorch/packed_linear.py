@@ -34,15 +34,28 @@ class PackedWeights:
         self._packed: Dict[Tuple[int, ...], Tuple[Tuple[int, int], Tensor]] = {}
         self.enabled = onednn_linear_available()
 
-    def matmul(self, x: Tensor, weight: Tensor, key: Tuple[int, ...]) -> Optional[Tensor]:
-        """``x @ weight`` (*Shape:* ``(rows, in) @ (in, out)``) through oneDNN, or
-        ``None`` when the fast path does not apply (caller falls back)."""
+    def matmul(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        key: Tuple[int, ...],
+        *,
+        bias: Optional[Tensor] = None,
+        max_rows: Optional[int] = None,
+    ) -> Optional[Tensor]:
+        """``bias + x @ weight`` (*Shape:* ``(rows, in) @ (in, out)``) through oneDNN,
+        or ``None`` when the fast path does not apply and the caller falls back.
+
+        :param max_rows: above this many rows MKL is faster for this weight.
+        """
         if (
             not self.enabled
             or x.shape[0] < MIN_ROWS
+            or (max_rows is not None and x.shape[0] > max_rows)
             or x.device.type != "cpu"
             or x.dtype != torch.float32
             or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
+            or (bias is not None and bias.requires_grad and torch.is_grad_enabled())
         ):
             return None
         version = (weight._version, weight.data_ptr())
@@ -57,7 +70,7 @@ class PackedWeights:
                 return None
             cached = (version, packed)
             self._packed[key] = cached
-        return torch.ops.mkldnn._linear_pointwise(x, cached[1], None, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(x, cached[1], bias, "none", [], "")
 
     def clear(self) -> None:
         self._packed.clear()
