@@ -66,8 +66,8 @@ def embed_command(
         dim = bilm.options.output_dim
         shape = (0, dim) if top or average else (bilm.options.n_output_layers, 0, dim)
         typer.secho(
-            f"Warning: {input_path}: {_describe_lines(empty_lines)} empty; "
-            f"wrote datasets of shape {shape} for them",
+            f"Warning: {input_path}: {_describe_lines(empty_lines)} empty "
+            f"(written as empty datasets of shape {shape})",
             fg=typer.colors.YELLOW, err=True,
         )
 
