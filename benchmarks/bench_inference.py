@@ -47,6 +47,10 @@ def run_one(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     bilm = ElmoBiLM(NAMED_SIZES[args.size])
+    if args.implementation == "reference":
+        from reference_loop import ReferenceBiLM
+
+        bilm = ReferenceBiLM(bilm)
     sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
     n_tokens = sum(len(s) for s in sentences)
     embedder = ElmoEmbedder(
@@ -67,7 +71,7 @@ def run_one(args: argparse.Namespace) -> dict:
     once() if args.warmup else None
     times = [once() for _ in range(args.repeats)]
     return {
-        "size": args.size, "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype,
+        "implementation": args.implementation, "size": args.size, "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype,
         "sort_window": args.sort_window, "sentences": len(sentences), "tokens": n_tokens,
         "tokens_per_s": [round(n_tokens / t, 1) for t in times],
         "median_tokens_per_s": round(n_tokens / statistics.median(times), 1),
@@ -84,6 +88,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sort-window", type=int, default=64, help="batches sorted by length together (1: none)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--implementation", default="spacy-elmo", choices=["spacy-elmo", "reference"],
+        help="'reference': AllenNLP's algorithm (benchmarks/reference_loop.py), as a baseline",
+    )
     parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=["fp32", "bf16"])
     parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
@@ -96,7 +104,7 @@ def main() -> None:
         return
     if not args.conllu.exists():
         sys.exit(f"Sentences file not found: {args.conllu} (pass --conllu)")
-    print(f"{'size':9} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
+    print(f"{'implementation':14} {'size':9} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
     for dtype in args.dtypes:
         for batch_size in args.batch_sizes:
             command = [
@@ -104,11 +112,12 @@ def main() -> None:
                 "--n-sentences", str(args.n_sentences), "--repeats", str(args.repeats),
                 "--threads", str(args.threads), "--sort-window", str(args.sort_window),
                 "--device", args.device, "--dtype", dtype, "--conllu", str(args.conllu),
+                "--implementation", args.implementation,
             ] + ([] if args.warmup else ["--no-warmup"])
             result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
             runs = ", ".join(str(r) for r in result["tokens_per_s"])
             print(
-                f"{result['size']:9} {result['device']:6} {result['dtype']:5} {batch_size:>5} "
+                f"{result['implementation']:14} {result['size']:9} {result['device']:6} {result['dtype']:5} {batch_size:>5} "
                 f"{result['sort_window']:>4} {result['tokens']:>6} {result['median_tokens_per_s']:>12} "
                 f"{runs:>24} {result['peak_rss_mb']:>11}", flush=True,
             )

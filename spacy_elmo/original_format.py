@@ -43,23 +43,14 @@ def resolve_paths(
 ) -> Tuple[Path, Path]:
     """Accept a model directory or an explicit weights file (+ options file).
 
-    A directory must hold `options.json` and one `.hdf5` file (`weights.hdf5`
-    when there are several); a weights file looks for `options.json` beside it.
+    A directory must hold `options.json` and its weights: `weights.hdf5`,
+    `lm_weights.hdf5` (bilm-tf's name), the one `*weights.hdf5` (the published
+    models' names) or the only `.hdf5` file. A weights file looks for
+    `options.json` beside it.
     """
     weights = Path(weights)
     if weights.is_dir():
-        directory = weights
-        candidates = sorted(directory.glob("*.hdf5"))
-        named = directory / WEIGHTS_NAME
-        if named.exists():
-            weights = named
-        elif len(candidates) == 1:
-            weights = candidates[0]
-        else:
-            found = ", ".join(c.name for c in candidates) or "none"
-            raise WeightsError(
-                f"{directory}: expected {WEIGHTS_NAME} (or a single .hdf5 file), found {found}"
-            )
+        weights = _find_weights_file(weights)
     elif not weights.exists():
         raise WeightsError(f"Weights file not found: {weights}")
     options_path = Path(options) if options is not None else weights.parent / OPTIONS_NAME
@@ -69,6 +60,21 @@ def resolve_paths(
             f"to {weights})"
         )
     return weights, options_path
+
+
+def _find_weights_file(directory: Path) -> Path:
+    for name in (WEIGHTS_NAME, "lm_weights.hdf5"):
+        if (directory / name).exists():
+            return directory / name
+    for pattern in ("*weights.hdf5", "*.hdf5"):
+        candidates = sorted(directory.glob(pattern))
+        if len(candidates) == 1:
+            return candidates[0]
+    found = ", ".join(c.name for c in sorted(directory.glob("*.hdf5"))) or "none"
+    raise WeightsError(
+        f"{directory}: cannot tell which file holds the weights (expected {WEIGHTS_NAME}; "
+        f".hdf5 files found: {found}); pass the file itself"
+    )
 
 
 def expected_shapes(options: BiLMOptions) -> Dict[str, Tuple[int, ...]]:

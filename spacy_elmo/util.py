@@ -16,7 +16,14 @@ def atomic_output_path(path: Union[str, Path]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,136 @@
+"""Training throughput of biLM pretraining (tokens per second), per model size and device.
+
+Runs the real training step (``Trainer.train_step``: forward, sampled or full softmax,
+backward, gradient clipping, optimizer update) on batches from the real corpus
+pipeline, over a synthetic Zipfian corpus (random lowercase words, sentences of
+10-40 words), so it needs no data files. A token is a word or a sentence end: the
+predictions per direction.
+
+    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_pretrain.py --sizes small original
+    python benchmarks/bench_pretrain.py --device cuda --sizes original --tokens-per-step 65536
+
+The issue's GPU target: original size, 8192 negatives, bf16, >= 150,000 tokens/s on one H100.
+"""
+import argparse
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import numpy
+import torch
+
+from spacy_elmo.pretraining.config import default_config_text, parse_config
+from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
+from spacy_elmo.pretraining.loop import Processes, Trainer, build_model
+from spacy_elmo.pretraining.objective import n_predictions
+from spacy_elmo.pretraining.vocab import SPECIAL_TOKENS, Vocabulary
+
+
+def synthetic_corpus(path: Path, *, vocab_size: int, n_sentences: int, seed: int = 0) -> List[str]:
+    """Write Zipf-distributed sentences; return the words, most frequent first."""
+    rng = numpy.random.default_rng(seed)
+    alphabet = numpy.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words, seen = [], set()
+    while len(words) < vocab_size:
+        word = "".join(rng.choice(alphabet, size=int(rng.integers(2, 12))))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    ranks = numpy.arange(1, vocab_size + 1, dtype=numpy.float64)
+    probabilities = 1.0 / ranks
+    probabilities /= probabilities.sum()
+    lengths = rng.integers(10, 41, size=n_sentences)
+    ids = rng.choice(vocab_size, size=int(lengths.sum()), p=probabilities)
+    bounds = numpy.concatenate([[0], numpy.cumsum(lengths)])
+    with path.open("w", encoding="utf8") as handle:
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            handle.write(" ".join(words[i] for i in ids[start:end]) + "\n")
+    return words
+
+
+def measure(
+    size: str, *, device: torch.device, tokens_per_step: int, vocab_words: List[str], corpus: Path,
+    negatives: int, precision: str, steps: int, warmup: int,
+) -> Dict[str, float]:
+    config = parse_config(
+        default_config_text(size=size),
+        {
+            "paths.train": str(corpus), "corpus.tokenizer": "whitespace",
+            "softmax.kind": "sampled", "softmax.n_negative_samples": negatives,
+            "training.tokens_per_step": tokens_per_step, "training.precision": precision,
+            "training.max_steps": steps,
+        },
+    )
+    vocab = Vocabulary(list(SPECIAL_TOKENS) + vocab_words)
+    torch.manual_seed(0)
+    model = build_model(config.bilm_options(), len(vocab), dropout=config.training.dropout)
+    trainer = Trainer(model, vocab, config, Processes(0, 1, device))
+    stream = BatchStream(
+        CorpusReader([corpus], TextSplitter(tokenizer="whitespace")),
+        tokens_per_batch=tokens_per_step, shuffle_buffer=config.corpus.shuffle_buffer,
+        sort_window=config.training.sort_window,
+    )
+    for _ in range(warmup):
+        trainer.train_step(stream.next_batch())
+    batches = [stream.next_batch() for _ in range(steps)]
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for batch in batches:
+        trainer.train_step(batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - start
+    tokens = sum(n_predictions(b) for b in batches)
+    n_params = sum(p.numel() for p in model.bilm.parameters())
+    return {
+        "size": size, "device": str(device), "precision": precision, "autocast": str(trainer.autocast_dtype),
+        "tokens_per_step": tokens_per_step, "vocab": len(vocab), "negatives": negatives,
+        "bilm_parameters_millions": round(n_params / 1e6, 1), "steps": steps,
+        "seconds_per_step": seconds / steps, "tokens_per_second": tokens / seconds,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", nargs="+", default=["small", "original"])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--tokens-per-step", type=int, default=None, help="default: 2048 on CPU, 65536 on CUDA")
+    parser.add_argument("--vocab-size", type=int, default=None, help="default: 100000 on CPU, 793471 on CUDA")
+    parser.add_argument("--negatives", type=int, default=8192)
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    tokens_per_step = args.tokens_per_step or (65536 if cuda else 2048)
+    vocab_size = args.vocab_size or (793_471 if cuda else 100_000)
+    n_sentences = max(2000, math.ceil(tokens_per_step * (args.steps + args.warmup + 2) / 25))
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus.txt"
+        words = synthetic_corpus(corpus, vocab_size=vocab_size, n_sentences=n_sentences)
+        for size in args.sizes:
+            result = measure(
+                size, device=device, tokens_per_step=tokens_per_step, vocab_words=words, corpus=corpus,
+                negatives=args.negatives, precision=args.precision, steps=args.steps, warmup=args.warmup,
+            )
+            results.append(result)
+            print(
+                f"{size:>9} {result['device']:>6} autocast={result['autocast']:<14} "
+                f"{tokens_per_step} tok/step, vocab {len(words) + 3}, {args.negatives} negatives: "
+                f"{result['seconds_per_step']:.2f} s/step, {result['tokens_per_second']:,.0f} tokens/s",
+                flush=True,
+            )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf8")
+
+
+if __name__ == "__main__":
+    main()
