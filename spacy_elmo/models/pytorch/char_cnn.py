@@ -78,7 +78,9 @@ class CharacterEncoder(nn.Module):
         """One filter bank: VALID convolution over the 50 positions, max, activation.
 
         The convolution runs as one matrix multiply over all character windows,
-        1.5x faster on CPU than ``conv1d`` for these shapes.
+        1.5x faster on CPU than ``conv1d`` for these shapes. The bias is added
+        after the max: rounding is monotone, so the result is the same, and the
+        large response matrix is not written twice.
 
         :param chars: *Shape:* ``(n_tokens, 50, char_embedding_dim)``.
         :returns: *Shape:* ``(n_tokens, n_filters_of_this_width)``.
@@ -86,5 +88,5 @@ class CharacterEncoder(nn.Module):
         n_tokens, n_chars, dim = chars.shape
         width = conv.kernel_size[0]
         windows = chars.unfold(1, width, 1).reshape(n_tokens, n_chars - width + 1, dim * width)
-        responses = nn.functional.linear(windows, conv.weight.reshape(conv.out_channels, -1), conv.bias)
-        return self.activation(responses.amax(dim=1))
+        responses = torch.matmul(windows, conv.weight.reshape(conv.out_channels, -1).T)
+        return self.activation(responses.amax(dim=1) + conv.bias)

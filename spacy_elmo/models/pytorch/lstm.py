@@ -112,12 +112,14 @@ class BiLstmStack(nn.Module):
             ``(2, n_rows, projection_dim)``, and per layer the final state of every
             sequence (after its last step), in sorted order.
         """
-        if not self._directions_in_threads(inputs):
+        if inputs.device.type != "cpu":
             return self._run_directions(inputs, plan, initial_state, slice(0, 2))
-        # On CPU the two directions run concurrently, one core each: small
-        # per-step GEMMs use two single-threaded cores far better than one
-        # GEMM split across both (5x at batch 1, where the work is a GEMV).
+        # On CPU each direction runs on its own: the per-step products then go
+        # through the prepacked single-direction path. With two or more threads
+        # the directions run concurrently, one core each, which uses the cores
+        # far better than one small GEMM split across both (5x at batch 1).
         threads = torch.get_num_threads()
+        in_threads = threads >= 2 and self.parallel_directions
         # Grad, inference and autocast modes are thread-local: carry them over.
         inference = torch.is_inference_mode_enabled()
         grad = torch.is_grad_enabled()
@@ -125,7 +127,8 @@ class BiLstmStack(nn.Module):
         autocast_dtype = torch.get_autocast_dtype("cpu")
 
         def run(direction: int) -> Tuple[List[Tensor], List[LstmState]]:
-            torch.set_num_threads(max(1, threads // 2))
+            if in_threads:
+                torch.set_num_threads(max(1, threads // 2))
             with torch.inference_mode(inference), torch.set_grad_enabled(grad), torch.autocast(
                 "cpu", dtype=autocast_dtype, enabled=autocast
             ):
@@ -136,19 +139,19 @@ class BiLstmStack(nn.Module):
                     slice(direction, direction + 1),
                 )
 
-        try:
-            forward, backward = _direction_pool().map(run, (0, 1))
-        finally:
-            torch.set_num_threads(threads)
+        if in_threads:
+            try:
+                forward, backward = _direction_pool().map(run, (0, 1))
+            finally:
+                torch.set_num_threads(threads)
+        else:
+            forward, backward = run(0), run(1)
         outputs = [torch.cat(pair) for pair in zip(forward[0], backward[0])]
         states = [
             (torch.cat([fh, bh]), torch.cat([fc, bc]))
             for (fh, fc), (bh, bc) in zip(forward[1], backward[1])
         ]
         return outputs, states
-
-    def _directions_in_threads(self, inputs: Tensor) -> bool:
-        return inputs.device.type == "cpu" and torch.get_num_threads() >= 2 and self.parallel_directions
 
     def _run_directions(
         self,
