@@ -5,6 +5,7 @@ step ``t`` owns the contiguous rows ``offsets[t] : offsets[t] + batch_sizes[t]``
 and no work is spent on padding. Direction 0 reads each sequence forwards,
 direction 1 reads it reversed; both share the packing plan.
 """
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
@@ -277,3 +278,12 @@ def _direction_pool() -> ThreadPoolExecutor:
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="elmo-direction")
     return _POOL
+
+
+def _forget_pool() -> None:
+    # A forked child (e.g. nlp.pipe(n_process=2)) has none of the parent's threads.
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)

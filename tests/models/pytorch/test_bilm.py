@@ -93,3 +93,20 @@ def test_cuda_matches_cpu(fixture_bilm, sentences):
     with torch.no_grad():
         gpu = gpu_model(batch_to_char_ids(sentences).to("cuda")).layers.cpu()
     torch.testing.assert_close(gpu, cpu, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_forked_child_can_encode_after_parent_did(fixture_bilm):
+    """The direction thread pool must not be inherited half-dead by a forked child."""
+    import multiprocessing
+
+    batch = [["a", "b", "c"], ["d", "e"]]
+    expected = _encode(fixture_bilm, batch).layers
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        result = pool.apply_async(_encode_in_child, (fixture_bilm, batch)).get(timeout=60)
+    torch.testing.assert_close(result, expected, rtol=0, atol=1e-6)
+
+
+def _encode_in_child(bilm, batch):
+    return _encode(bilm, batch).layers
