@@ -280,10 +280,16 @@ def _direction_pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _forget_pool() -> None:
-    # A forked child (e.g. nlp.pipe(n_process=2)) has none of the parent's threads.
+def _after_fork_in_child() -> None:
+    """A forked child (``nlp.pipe(n_process=2)``) has none of the parent's threads.
+
+    Our direction pool is gone, and so is the OpenMP pool: with torch's OpenMP
+    build, the child's first multi-threaded op hangs once the parent has run
+    one. Like torch's DataLoader workers, the child continues single-threaded.
+    """
     global _POOL
     _POOL = None
+    torch.set_num_threads(1)
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+os.register_at_fork(after_in_child=_after_fork_in_child)

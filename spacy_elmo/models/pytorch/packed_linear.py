@@ -74,3 +74,7 @@ class PackedWeights:
 
     def clear(self) -> None:
         self._packed.clear()
+
+    def __reduce__(self):
+        # Packed tensors cannot be pickled or deep-copied; a copy starts empty.
+        return (PackedWeights, ())

@@ -110,3 +110,28 @@ def test_forked_child_can_encode_after_parent_did(fixture_bilm):
 
 def _encode_in_child(bilm, batch):
     return _encode(bilm, batch).layers
+
+
+def test_copies_and_pickles_of_a_used_model_work(fixture_bilm):
+    import copy
+    import pickle
+
+    batch = [["one", "two", "three", "four", "five"]] * 6
+    expected = _encode(fixture_bilm, batch).layers  # fills the prepacked-weight caches
+    for clone in (copy.deepcopy(fixture_bilm), pickle.loads(pickle.dumps(fixture_bilm))):
+        torch.testing.assert_close(_encode(clone, batch).layers, expected, rtol=0, atol=0)
+
+
+def test_prepacked_weights_follow_parameter_updates(fixture_bilm):
+    batch = [["one", "two", "three", "four", "five"]] * 6
+    before = _encode(fixture_bilm, batch).layers
+    with torch.no_grad():
+        fixture_bilm.lstm.hidden_weights[0].mul_(0.5)
+        fixture_bilm.char_encoder.highway_weights[0].mul_(0.5)
+    after = _encode(fixture_bilm, batch).layers
+    fixture_bilm.lstm.parallel_directions = False
+    fixture_bilm.lstm._packed.enabled = False
+    fixture_bilm.char_encoder._packed.enabled = False
+    plain = _encode(fixture_bilm, batch).layers
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, plain, rtol=0, atol=1e-6)
