@@ -1,0 +1,37 @@
+"""`pretrain`: train a biLM on your own text (one process, or one per GPU under torchrun)."""
+from pathlib import Path
+from typing import Optional
+
+import typer
+from spacy.cli._util import parse_config_overrides
+
+from . import app
+
+
+@app.command(
+    "pretrain",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def pretrain_cli(
+    ctx: typer.Context,
+    config_path: Path = typer.Argument(..., help="Pretraining config (see init-config)", dir_okay=False),
+    output_dir: Path = typer.Argument(..., help="Directory for the model, vocabulary, metrics and checkpoints"),
+    gpu_id: Optional[int] = typer.Option(
+        None, "--gpu-id", "-g", help="GPU to use (default: CPU; under torchrun, GPU LOCAL_RANK when available)"
+    ),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in OUTPUT_DIR from its last checkpoint"),
+    init_from: Optional[Path] = typer.Option(
+        None, "--init-from", help="Start from this biLM (original format: options.json + weights.hdf5)",
+        file_okay=False,
+    ),
+) -> None:
+    """Pretrain an ELMo biLM. Override config settings with --section.key value.
+
+    Multi-GPU: torchrun --nproc_per_node=K -m spacy_elmo pretrain CONFIG OUTPUT_DIR
+    """
+    from ..pretraining.config import load_config
+    from ..pretraining.loop import pretrain
+
+    overrides = parse_config_overrides(ctx.args)
+    config = load_config(config_path, overrides)
+    pretrain(config, output_dir, gpu_id=gpu_id, resume=resume, init_from=init_from)

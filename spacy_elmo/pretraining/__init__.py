@@ -1,0 +1,1 @@
+"""biLM pretraining: corpus streaming, vocabulary, LM objective, training loop."""

@@ -1,0 +1,360 @@
+"""The pretraining config: a confection (spaCy-style) file, validated into dataclasses."""
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from confection import Config, ConfigValidationError
+
+from ..models.pytorch.options import NAMED_SIZES, BiLMOptions
+from ..errors import OptionsError
+from .errors import ConfigError
+
+DEFAULT_CONFIG = """\
+# spacy-elmo biLM pretraining. Run: python -m spacy_elmo pretrain CONFIG OUTPUT_DIR
+# Any setting can be overridden on the command line, e.g. --paths.train corpus.txt
+# --training.max_steps 1000. Multi-GPU: torchrun --nproc_per_node=K -m spacy_elmo pretrain ...
+
+[paths]
+# Training text: a file, a directory (all its non-hidden files) or a glob pattern.
+# Plain text (one sentence or paragraph per line), JSONL or spaCy .spacy files.
+train = null
+# Held-out text for perplexity (same formats); null = no evaluation.
+dev = null
+
+[system]
+# Seeds initialisation, shuffling, dropout and negative sampling.
+seed = 0
+
+[corpus]
+train = ${paths.train}
+dev = ${paths.dev}
+# "auto" (.jsonl -> jsonl, .spacy -> spacy, anything else -> text), "text", "jsonl" or "spacy".
+format = "auto"
+# The JSONL field that holds the text.
+text_field = "text"
+# A spaCy language code ("en", "de", ...) whose tokenizer splits the text, or "whitespace"
+# for text that is already tokenized. .spacy files are already tokenized.
+tokenizer = "__LANG__"
+# Split each line (e.g. a paragraph) into sentences with spaCy's rule-based sentencizer.
+split_sentences = false
+# Training is per sentence from a zero LSTM state; longer lines are cut into windows
+# of at most this many tokens.
+max_window = 100
+# Sentences held in memory for shuffling; the corpus itself is streamed.
+shuffle_buffer = 20000
+# Evaluate on at most this many held-out sentences (null = all).
+max_dev_sentences = null
+
+[vocab]
+# The softmax vocabulary: the K most frequent training words, plus <S>, </S>, <UNK>.
+size = 100000
+min_count = 1
+# Use this vocab.txt (frequency-sorted, <S> </S> <UNK> first) instead of building one.
+path = null
+
+[model]
+# A named size ("fixture", "small", "medium", "original"); every setting below that is
+# not null replaces the named size's value.
+size = "__SIZE__"
+lstm_dim = null
+projection_dim = null
+n_layers = null
+n_highway = null
+char_embedding_dim = null
+# Character filters as [[width, count], ...].
+filters = null
+cell_clip = null
+proj_clip = null
+use_skip_connections = null
+
+[softmax]
+# "full", "sampled", or "auto": sampled when the vocabulary is larger than max_full_vocab.
+# Held-out perplexity always uses the full softmax.
+kind = "auto"
+max_full_vocab = 32768
+# Negative classes per batch, drawn log-uniformly from the frequency-sorted vocabulary
+# (bilm-tf: 8192).
+n_negative_samples = 8192
+
+[optimizer]
+# "adagrad" (the paper: learn_rate 0.2, initial_accumulator 1.0) or "adam" (e.g. 0.001).
+name = "adagrad"
+learn_rate = 0.2
+initial_accumulator = 1.0
+beta1 = 0.9
+beta2 = 0.999
+eps = 1e-8
+weight_decay = 0.0
+
+[training]
+# Tokens per optimizer step, summed over all processes; a token is a word, and each
+# sentence adds one end-of-sentence token.
+tokens_per_step = 4096
+# Stop after max_steps steps; if null, after max_epochs passes over the training text.
+max_steps = null
+max_epochs = 10
+# Batches' worth of sentences sorted by length together (fewer LSTM steps); 1 = off.
+sort_window = 32
+# Dropout on the LSTM inputs and on the top layer before the softmax (bilm-tf: 0.1).
+dropout = 0.1
+# Clip the gradient norm to this value (bilm-tf: 10); 0 = no clipping.
+grad_clip = 10.0
+# "auto" = bfloat16 autocast on GPU and float32 on CPU; or "bf16" / "fp32".
+precision = "auto"
+log_every = 10
+eval_every = 1000
+# Also evaluate before the first step (the perplexity a model starts from).
+eval_at_start = true
+# Checkpoint (and export the model) every this many steps, and at the end.
+checkpoint_every = 1000
+# Skip steps whose loss is not finite; stop with an error after this many in a row.
+max_nonfinite_steps = 5
+# Held-out evaluation batch size, in tokens per process.
+eval_tokens_per_batch = 8192
+"""
+
+MODEL_KEYS = (
+    "lstm_dim", "projection_dim", "n_layers", "n_highway", "char_embedding_dim", "filters",
+    "cell_clip", "proj_clip", "use_skip_connections",
+)
+
+
+def default_config_text(*, size: str = "small", lang: str = "en") -> str:
+    """The commented default config (what `init-config` writes)."""
+    if size not in NAMED_SIZES:
+        raise ConfigError(f"unknown model size {size!r}; choose one of {', '.join(NAMED_SIZES)}")
+    return DEFAULT_CONFIG.replace("__SIZE__", size).replace("__LANG__", lang)
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    train: str
+    dev: Optional[str]
+    format: str
+    text_field: str
+    tokenizer: str
+    split_sentences: bool
+    max_window: int
+    shuffle_buffer: int
+    max_dev_sentences: Optional[int]
+
+
+@dataclass(frozen=True)
+class VocabConfig:
+    size: int
+    min_count: int
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    size: str
+    lstm_dim: Optional[int]
+    projection_dim: Optional[int]
+    n_layers: Optional[int]
+    n_highway: Optional[int]
+    char_embedding_dim: Optional[int]
+    filters: Optional[List[List[int]]]
+    cell_clip: Optional[float]
+    proj_clip: Optional[float]
+    use_skip_connections: Optional[bool]
+
+
+@dataclass(frozen=True)
+class SoftmaxConfig:
+    kind: str
+    max_full_vocab: int
+    n_negative_samples: int
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    name: str
+    learn_rate: float
+    initial_accumulator: float
+    beta1: float
+    beta2: float
+    eps: float
+    weight_decay: float
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    tokens_per_step: int
+    max_steps: Optional[int]
+    max_epochs: Optional[float]
+    sort_window: int
+    dropout: float
+    grad_clip: float
+    precision: str
+    log_every: int
+    eval_every: int
+    eval_at_start: bool
+    checkpoint_every: int
+    max_nonfinite_steps: int
+    eval_tokens_per_batch: int
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    seed: int
+    corpus: CorpusConfig
+    vocab: VocabConfig
+    model: ModelConfig
+    softmax: SoftmaxConfig
+    optimizer: OptimizerConfig
+    training: TrainingConfig
+    config: Config = field(compare=False, repr=False)
+
+    def to_str(self) -> str:
+        """The resolved config (interpolated, overrides applied), as saved with a run."""
+        return self.config.to_str()
+
+    def bilm_options(self) -> BiLMOptions:
+        """The model sizes: the named size with every non-null setting replacing its value."""
+        options = NAMED_SIZES[self.model.size].to_dict()
+        for key in MODEL_KEYS:
+            value = getattr(self.model, key)
+            if value is None:
+                continue
+            section = "char_cnn" if key in ("n_highway", "filters") else "lstm"
+            if key == "char_embedding_dim":
+                options["char_cnn"]["embedding"] = {"dim": value}
+            else:
+                options[section]["dim" if key == "lstm_dim" else key] = value
+        try:
+            return BiLMOptions.from_dict(options, source="[model]")
+        except OptionsError as err:
+            raise ConfigError(str(err)) from None
+
+    def model_sections(self) -> Dict[str, Any]:
+        """The settings a resumed run must share with its checkpoint."""
+        return {
+            "model": dataclasses.asdict(self.model), "softmax": dataclasses.asdict(self.softmax),
+            "vocab": dataclasses.asdict(self.vocab),
+        }
+
+
+_SECTIONS = {
+    "corpus": CorpusConfig, "vocab": VocabConfig, "model": ModelConfig, "softmax": SoftmaxConfig,
+    "optimizer": OptimizerConfig, "training": TrainingConfig,
+}
+_CHOICES = {
+    ("corpus", "format"): ("auto", "text", "jsonl", "spacy"),
+    ("softmax", "kind"): ("auto", "full", "sampled"),
+    ("optimizer", "name"): ("adagrad", "adam"),
+    ("training", "precision"): ("auto", "bf16", "fp32"),
+    ("model", "size"): tuple(NAMED_SIZES),
+}
+_POSITIVE = {
+    ("corpus", "max_window"), ("corpus", "shuffle_buffer"), ("corpus", "max_dev_sentences"),
+    ("vocab", "size"), ("softmax", "n_negative_samples"), ("optimizer", "learn_rate"),
+    ("training", "tokens_per_step"), ("training", "max_steps"), ("training", "max_epochs"),
+    ("training", "sort_window"), ("training", "log_every"), ("training", "eval_every"),
+    ("training", "checkpoint_every"), ("training", "max_nonfinite_steps"),
+    ("training", "eval_tokens_per_batch"), ("model", "lstm_dim"), ("model", "projection_dim"),
+    ("model", "n_layers"), ("model", "char_embedding_dim"),
+}
+
+
+def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = None) -> PretrainConfig:
+    """Read, override, interpolate and validate a pretraining config file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Config file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"Cannot read config file {path}: {err}") from None
+    return parse_config(text, overrides, source=str(path))
+
+
+def parse_config(
+    text: str, overrides: Optional[Dict[str, Any]] = None, *, source: str = "config"
+) -> PretrainConfig:
+    overrides = dict(overrides or {})
+    try:
+        config = Config().from_str(text, overrides=overrides, interpolate=True)
+    except ConfigValidationError as err:
+        raise ConfigError(f"{source}: {_one_line(err)}") from None
+    except Exception as err:  # confection raises assorted parse errors
+        raise ConfigError(f"{source}: cannot parse the config ({_one_line(err)})") from None
+    known = set(_SECTIONS) | {"paths", "system"}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise ConfigError(f"{source}: unknown section(s) [{'], ['.join(unknown)}]")
+    sections = {name: _section(cls, config, name, source) for name, cls in _SECTIONS.items()}
+    system = config.get("system", {})
+    seed = system.get("seed", 0)
+    if set(system) - {"seed"} or not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{source}: [system] takes one integer setting, seed")
+    result = PretrainConfig(seed=seed, config=config, **sections)
+    _check(result, source)
+    return result
+
+
+def _section(cls: type, config: Config, name: str, source: str) -> Any:
+    values = dict(config.get(name) or {})
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ConfigError(f"{source}: unknown setting(s) in [{name}]: {', '.join(unknown)}")
+    missing = [key for key in names if key not in values]
+    if missing:
+        raise ConfigError(f"{source}: [{name}] is missing {', '.join(missing)}")
+    for key in names:
+        values[key] = _coerce(values[key], hints[key], f"{source}: {name}.{key}")
+        choices = _CHOICES.get((name, key))
+        if choices and values[key] not in choices:
+            raise ConfigError(
+                f"{source}: {name}.{key} must be one of {', '.join(map(repr, choices))}, got {values[key]!r}"
+            )
+        if (name, key) in _POSITIVE and values[key] is not None and values[key] <= 0:
+            raise ConfigError(f"{source}: {name}.{key} must be positive, got {values[key]!r}")
+    return cls(**values)
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is Union:  # Optional[X]
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, (str, Path)):
+            return str(value)
+    elif typing.get_origin(hint) in (list, List):
+        if isinstance(value, (list, tuple)) and all(
+            isinstance(v, (list, tuple)) and all(isinstance(x, int) for x in v) for v in value
+        ):
+            return [list(v) for v in value]
+    expected = getattr(hint, "__name__", str(hint))
+    if value is None:
+        raise ConfigError(f"{where} must be set (a {expected})")
+    raise ConfigError(f"{where} must be a {expected}, got {value!r}")
+
+
+def _check(config: PretrainConfig, source: str) -> None:
+    if not 0.0 <= config.training.dropout < 1.0:
+        raise ConfigError(f"{source}: training.dropout must be in [0, 1), got {config.training.dropout}")
+    if config.training.grad_clip < 0:
+        raise ConfigError(f"{source}: training.grad_clip must be >= 0, got {config.training.grad_clip}")
+    if config.training.max_steps is None and config.training.max_epochs is None:
+        raise ConfigError(f"{source}: set training.max_steps or training.max_epochs")
+    config.bilm_options()
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split())

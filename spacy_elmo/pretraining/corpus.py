@@ -1,0 +1,362 @@
+"""Streaming training text: files -> records -> token windows -> shuffled, length-sorted batches.
+
+Every stage keeps an explicit position instead of hidden generator state, so a
+:class:`BatchStream` can be checkpointed and resumed exactly, and a corpus far
+larger than memory is read one record at a time.
+"""
+import glob
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy
+
+from ..errors import InputError
+from .errors import ConfigError
+
+Sentence = List[str]
+FORMATS = ("text", "jsonl", "spacy")
+WHITESPACE_TOKENIZER = "whitespace"
+
+
+def resolve_corpus_files(spec: Union[str, Path], *, setting: str) -> List[Path]:
+    """The files named by a path: a file, a directory (its non-hidden files, recursively) or a glob.
+
+    :param setting: the config setting that named the path, for the error message.
+    """
+    path = Path(spec)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+        if not files:
+            raise InputError(f"{setting}: directory {path} holds no files")
+        return files
+    if any(char in str(spec) for char in "*?["):
+        files = sorted(Path(p) for p in glob.glob(str(spec), recursive=True) if Path(p).is_file())
+        if not files:
+            raise InputError(f"{setting}: no file matches {spec}")
+        return files
+    raise InputError(f"{setting}: corpus path not found: {path}")
+
+
+def file_format(path: Path, configured: str) -> str:
+    """`configured` unless it is "auto": then `.jsonl` -> jsonl, `.spacy` -> spacy, else text."""
+    if configured != "auto":
+        return configured
+    return {".jsonl": "jsonl", ".spacy": "spacy"}.get(path.suffix.lower(), "text")
+
+
+def read_records(
+    path: Path, fmt: str, *, text_field: str = "text", start: int = 0, line: int = 0
+) -> Iterator[Tuple[Any, int, int]]:
+    """Yield ``(text or Doc, next_start, next_line)`` for each record of one file.
+
+    ``start`` is a byte offset (text, jsonl) or a document index (spacy) and
+    ``line`` the number of lines (documents) before it; both come from a
+    previous ``next_start``/``next_line``, so reading can resume mid-file.
+    Blank lines are skipped.
+    """
+    if fmt == "spacy":
+        yield from _read_docbin(path, start)
+        return
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise InputError(f"Cannot read corpus file {path}: {err.strerror}") from None
+    with handle:
+        handle.seek(start)
+        offset = start
+        for raw in handle:
+            offset += len(raw)
+            line += 1
+            try:
+                text = raw.decode("utf8")
+            except UnicodeDecodeError as err:
+                raise InputError(f"{path}:{line}: not UTF-8 ({err.reason} at column {err.start + 1})") from None
+            if not text.strip():
+                continue
+            if fmt == "jsonl":
+                text = _json_text(text, text_field, f"{path}:{line}")
+                if not text.strip():
+                    continue
+            yield text, offset, line
+
+
+def _json_text(line: str, field: str, where: str) -> str:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(record, dict) or not isinstance(record.get(field), str):
+        raise InputError(f"{where}: expected a JSON object with a string field {field!r}")
+    return record[field]
+
+
+def _read_docbin(path: Path, start: int) -> Iterator[Tuple[Any, int, int]]:
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    try:
+        docs = DocBin().from_disk(path).get_docs(Vocab())
+        for index, doc in enumerate(docs):
+            if index >= start:
+                yield doc, index + 1, index + 1
+    except (ValueError, KeyError, OSError, TypeError) as err:
+        raise InputError(f"{path}: not a readable .spacy (DocBin) file ({err})") from None
+
+
+class TextSplitter:
+    """Turns a record into training sentences: tokenize, optionally split sentences, cut windows.
+
+    :param tokenizer: a spaCy language code whose tokenizer is used, or "whitespace".
+    :param split_sentences: split each record (a paragraph) with spaCy's sentencizer.
+    :param max_window: longest sentence; longer ones are cut into nearly equal windows.
+    """
+
+    def __init__(self, *, tokenizer: str = "en", split_sentences: bool = False, max_window: int = 100) -> None:
+        if max_window < 1:
+            raise ConfigError(f"corpus.max_window must be at least 1, got {max_window}")
+        self.max_window = max_window
+        self.whitespace = tokenizer == WHITESPACE_TOKENIZER
+        self.sentencizer = None
+        self.nlp = None
+        if not self.whitespace or split_sentences:
+            import spacy
+
+            try:
+                self.nlp = spacy.blank("xx" if self.whitespace else tokenizer)
+            except (ImportError, KeyError, ValueError):
+                raise ConfigError(
+                    f"corpus.tokenizer = {tokenizer!r}: not a spaCy language code "
+                    f"(for example 'en', 'de') nor {WHITESPACE_TOKENIZER!r}"
+                ) from None
+            if split_sentences:
+                self.sentencizer = self.nlp.add_pipe("sentencizer")
+
+    def __call__(self, record: Any) -> List[Sentence]:
+        """:param record: a text string or a spaCy `Doc` (already tokenized)."""
+        if isinstance(record, str):
+            if self.whitespace:
+                tokens = record.split()
+                if self.sentencizer is None:
+                    return self.windows(tokens)
+                from spacy.tokens import Doc
+
+                doc = Doc(self.nlp.vocab, words=tokens)
+            else:
+                doc = self.nlp.make_doc(record)
+        else:
+            doc = record
+        if self.sentencizer is not None:
+            if not doc.has_annotation("SENT_START"):
+                doc = self.sentencizer(doc)
+            spans = list(doc.sents)
+        else:
+            spans = [doc]
+        sentences: List[Sentence] = []
+        for span in spans:
+            sentences.extend(self.windows([t.text for t in span if not t.is_space]))
+        return sentences
+
+    def windows(self, tokens: Sentence) -> List[Sentence]:
+        """Cut a token list into ``ceil(n / max_window)`` windows of nearly equal length."""
+        n = len(tokens)
+        if n == 0:
+            return []
+        if n <= self.max_window:
+            return [tokens]
+        n_windows = -(-n // self.max_window)
+        bounds = [round(i * n / n_windows) for i in range(n_windows + 1)]
+        return [tokens[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@dataclass
+class StreamPosition:
+    """Where a reader stands: epoch, file (index into the epoch's order), place in the file."""
+
+    epoch: int = 0
+    file: int = 0
+    offset: int = 0
+    line: int = 0
+    record: int = 0  # records seen this epoch across all files (for record-level sharding)
+
+
+class CorpusReader:
+    """One process's share of a corpus, as sentences, in a seeded order per epoch.
+
+    With at least as many files as processes, each process reads whole files
+    (a different share every epoch); otherwise every process reads all files
+    and keeps every ``world_size``-th record.
+    """
+
+    def __init__(
+        self,
+        files: Sequence[Path],
+        splitter: TextSplitter,
+        *,
+        fmt: str = "auto",
+        text_field: str = "text",
+        seed: int = 0,
+        shuffle_files: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+        shard_files: bool = True,
+        name: str = "corpus",
+    ) -> None:
+        if fmt != "auto" and fmt not in FORMATS:
+            raise ConfigError(f"corpus.format must be 'auto' or one of {', '.join(FORMATS)}, got {fmt!r}")
+        self.files = list(files)
+        self.splitter = splitter
+        self.fmt = fmt
+        self.text_field = text_field
+        self.seed = seed
+        self.shuffle_files = shuffle_files
+        self.rank = rank
+        self.world_size = world_size
+        self.shard_by_file = shard_files and len(self.files) >= world_size > 1
+        self.name = name
+
+    def epoch_files(self, epoch: int) -> List[Path]:
+        """The files this process reads in `epoch`, in reading order."""
+        order = list(range(len(self.files)))
+        if self.shuffle_files:
+            order = numpy.random.default_rng([self.seed, epoch]).permutation(len(self.files)).tolist()
+        if self.shard_by_file:
+            order = order[self.rank :: self.world_size]
+        return [self.files[i] for i in order]
+
+    def records(self, position: StreamPosition) -> Iterator[Tuple[List[Sentence], StreamPosition]]:
+        """From `position` on, yield each record's sentences and the position after it; never ends."""
+        position = StreamPosition(**asdict(position))
+        epoch_is_complete = position.file == 0 and position.offset == 0
+        produced = False
+        while True:
+            for sentences, position in self._epoch(position):
+                produced = produced or bool(sentences)
+                yield sentences, position
+            if epoch_is_complete and not produced:
+                raise InputError(self._empty_message())
+            position = StreamPosition(epoch=position.epoch + 1)
+            epoch_is_complete, produced = True, False
+
+    def sentences(self) -> Iterator[Sentence]:
+        """One pass over this process's share, in file order (vocabulary, held-out data)."""
+        for sentences, _ in self._epoch(StreamPosition()):
+            yield from sentences
+
+    def _epoch(self, position: StreamPosition) -> Iterator[Tuple[List[Sentence], StreamPosition]]:
+        files = self.epoch_files(position.epoch)
+        record = position.record
+        for index in range(position.file, len(files)):
+            start, line = (position.offset, position.line) if index == position.file else (0, 0)
+            path = files[index]
+            fmt = file_format(path, self.fmt)
+            for content, next_start, next_line in read_records(
+                path, fmt, text_field=self.text_field, start=start, line=line
+            ):
+                mine = self.shard_by_file or record % self.world_size == self.rank
+                record += 1
+                after = StreamPosition(position.epoch, index, next_start, next_line, record)
+                yield (self.splitter(content) if mine else []), after
+            if index + 1 < len(files):
+                yield [], StreamPosition(position.epoch, index + 1, 0, 0, record)
+
+    def _empty_message(self) -> str:
+        names = ", ".join(str(f) for f in self.files[:3]) + (" ..." if len(self.files) > 3 else "")
+        if self.world_size > 1:
+            return (
+                f"{self.name}: no sentences for process {self.rank} of {self.world_size} in {names} "
+                f"(the corpus is empty or too small to share)"
+            )
+        return f"{self.name}: no sentences in {names} (empty corpus)"
+
+
+class BatchStream:
+    """Endless training batches from a reader: shuffle buffer, then length-sorted batches.
+
+    :param tokens_per_batch: budget per batch, counting each sentence as its
+        words plus one end of sentence (the predictions per direction).
+    :param shuffle_buffer: sentences held for shuffling.
+    :param sort_window: batches' worth of sentences drawn together and sorted by
+        length, so a batch holds similar lengths (fewer LSTM steps).
+    """
+
+    def __init__(
+        self, reader: CorpusReader, *, tokens_per_batch: int, shuffle_buffer: int = 20000,
+        sort_window: int = 32, seed: int = 0,
+    ) -> None:
+        if tokens_per_batch < 1 or shuffle_buffer < 1 or sort_window < 1:
+            raise ConfigError("tokens per batch, shuffle_buffer and sort_window must be positive")
+        self.reader = reader
+        self.tokens_per_batch = tokens_per_batch
+        self.shuffle_buffer = shuffle_buffer
+        self.sort_window = sort_window
+        self.position = StreamPosition()
+        self.buffer: List[Sentence] = []
+        self.pending: List[List[Sentence]] = []
+        self.rng = numpy.random.default_rng(seed)
+        self._records: Optional[Iterator[Tuple[List[Sentence], StreamPosition]]] = None
+
+    def next_batch(self) -> List[Sentence]:
+        if not self.pending:
+            self._refill_pending()
+        return self.pending.pop()
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {
+            "position": asdict(self.position),
+            "buffer": [list(s) for s in self.buffer],
+            "pending": [[list(s) for s in batch] for batch in self.pending],
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self.position = StreamPosition(**state["position"])
+        self.buffer = [list(s) for s in state["buffer"]]
+        self.pending = [[list(s) for s in batch] for batch in state["pending"]]
+        self.rng.bit_generator.state = state["rng"]
+        self._records = None
+
+    def _fill(self) -> None:
+        if self._records is None:
+            self._records = self.reader.records(self.position)
+        while len(self.buffer) < self.shuffle_buffer:
+            sentences, self.position = next(self._records)
+            self.buffer.extend(sentences)
+
+    def _draw(self) -> Sentence:
+        self._fill()
+        i = int(self.rng.integers(len(self.buffer)))
+        self.buffer[i], self.buffer[-1] = self.buffer[-1], self.buffer[i]
+        return self.buffer.pop()
+
+    def _refill_pending(self) -> None:
+        drawn: List[Sentence] = []
+        budget = self.sort_window * self.tokens_per_batch
+        total = 0
+        while total < budget:
+            sentence = self._draw()
+            drawn.append(sentence)
+            total += len(sentence) + 1
+        drawn.sort(key=len)
+        batches = list(batches_by_tokens(drawn, self.tokens_per_batch))
+        self.pending = [batches[i] for i in self.rng.permutation(len(batches))]
+
+
+def batches_by_tokens(sentences: Sequence[Sentence], tokens_per_batch: int) -> Iterator[List[Sentence]]:
+    """Consecutive batches of at most `tokens_per_batch` tokens (at least one sentence each)."""
+    batch: List[Sentence] = []
+    tokens = 0
+    for sentence in sentences:
+        if batch and tokens + len(sentence) + 1 > tokens_per_batch:
+            yield batch
+            batch, tokens = [], 0
+        batch.append(sentence)
+        tokens += len(sentence) + 1
+    if batch:
+        yield batch

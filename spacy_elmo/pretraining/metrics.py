@@ -1,0 +1,75 @@
+"""The metrics log (`metrics.jsonl`) and its perplexity plot."""
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Union
+
+from ..util import atomic_output_path
+
+logger = logging.getLogger(__name__)
+
+METRICS_NAME = "metrics.jsonl"
+PLOT_NAME = "perplexity.png"
+
+
+class MetricsLog:
+    """Appends one JSON object per line: ``kind`` "train" (running averages) or "dev" (held-out)."""
+
+    def __init__(self, path: Union[str, Path]) -> None:
+        self.path = Path(path)
+
+    def append(self, record: Dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf8") as handle:
+            handle.write(json.dumps(record, sort_keys=True) + "\n")
+
+    def read(self) -> List[Dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        records = []
+        for line in self.path.read_text(encoding="utf8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut short by a crash
+        return records
+
+    def truncate_after(self, step: int) -> None:
+        """Drop records after `step` (a resumed run repeats the steps after its checkpoint)."""
+        kept = [r for r in self.read() if r.get("step", 0) <= step]
+        with atomic_output_path(self.path) as tmp:
+            tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf8")
+
+
+def plot_perplexity(records: List[Dict[str, Any]], path: Union[str, Path], *, sampled: bool) -> bool:
+    """Plot training and held-out perplexity against steps; False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        logger.warning("matplotlib is not installed: no perplexity plot (pip install spacy-elmo[plot])")
+        return False
+    train = [r for r in records if r.get("kind") == "train"]
+    dev = [r for r in records if r.get("kind") == "dev"]
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    label = "training (sampled softmax)" if sampled else "training"
+    if train:
+        axes.plot([r["step"] for r in train], [r["train_perplexity"] for r in train], label=label, alpha=0.8)
+    for key, style, name in (
+        ("dev_perplexity", "o-", "held-out, average"),
+        ("dev_perplexity_forward", "--", "held-out, forward"),
+        ("dev_perplexity_backward", ":", "held-out, backward"),
+    ):
+        if dev:
+            axes.plot([r["step"] for r in dev], [r[key] for r in dev], style, label=name)
+    axes.set_yscale("log")
+    axes.set_xlabel("step")
+    axes.set_ylabel("perplexity")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    with atomic_output_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=100)
+    pyplot.close(figure)
+    return True

@@ -1,0 +1,86 @@
+"""The biLM training objective: joint forward + backward log-likelihood, one shared softmax."""
+from typing import Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from ..models.pytorch.bilm import ElmoBiLM, PackedEncoding
+from .softmax import LMSoftmax, SampledCandidates
+from .vocab import Vocabulary
+
+
+def target_ids(sentences: Sequence[Sequence[str]], vocab: Vocabulary) -> Tensor:
+    """Word ids of ``<S> w_1 .. w_n </S>`` per sentence, zero padded.
+
+    *Shape:* ``(batch, max_tokens + 2)``, int64; column ``p`` is position ``p``
+    of :class:`PackedEncoding`.
+    """
+    max_len = max((len(s) for s in sentences), default=0)
+    ids = torch.zeros((len(sentences), max_len + 2), dtype=torch.long)
+    for row, sentence in enumerate(sentences):
+        ids[row, 0] = vocab.bos_id
+        ids[row, 1 : len(sentence) + 1] = torch.tensor(vocab.ids(sentence), dtype=torch.long)
+        ids[row, len(sentence) + 1] = vocab.eos_id
+    return ids
+
+
+def n_predictions(sentences: Sequence[Sequence[str]]) -> int:
+    """Predictions per direction: every word plus the sentence end (the "tokens" of perplexity)."""
+    return sum(len(s) + 1 for s in sentences)
+
+
+class BiLMLanguageModel(nn.Module):
+    """An :class:`ElmoBiLM` (character CNN and LSTMs) with one softmax for both directions.
+
+    The forward LSTM at position ``p`` of ``<S> w_1 .. w_n </S>`` predicts the
+    word at ``p + 1``, the backward LSTM the word at ``p - 1``; both read the
+    same token vectors from the shared character CNN.
+
+    :param output_dropout: dropout on the top LSTM layer before the softmax.
+    """
+
+    def __init__(self, bilm: ElmoBiLM, softmax: LMSoftmax, *, output_dropout: float = 0.0) -> None:
+        super().__init__()
+        if softmax.weight.shape[1] != bilm.options.projection_dim:
+            raise ValueError(
+                f"softmax dim {softmax.weight.shape[1]} != biLM projection_dim {bilm.options.projection_dim}"
+            )
+        self.bilm = bilm
+        self.softmax = softmax
+        self.output_dropout = output_dropout
+
+    def forward(
+        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
+        *, chunk_rows: int = 0,
+    ) -> Tensor:
+        """Summed negative log-likelihood per direction, *Shape:* ``(2,)``, float32.
+
+        :param char_ids: *Shape:* ``(batch, max_tokens, 50)`` (see ``batch_to_char_ids``).
+        :param targets: *Shape:* ``(batch, max_tokens + 2)`` (see :func:`target_ids`).
+        :param candidates: sampled-softmax negatives; ``None`` = full softmax.
+        """
+        nll, _ = self.token_nll(char_ids, targets, candidates, chunk_rows=chunk_rows)
+        return nll.sum(dim=1)
+
+    def token_nll(
+        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
+        *, chunk_rows: int = 0,
+    ) -> Tuple[Tensor, PackedEncoding]:
+        """Per-prediction NLL in packed order, *Shape:* ``(2, n_rows)``, and the encoding
+        (its ``rows``/``forward_positions``/``backward_positions`` say which is which)."""
+        mask = (char_ids > 0).any(dim=2)
+        lengths = mask.sum(dim=1)
+        encoding = self.bilm.encode_packed(char_ids, mask, lengths)
+        top = encoding.layers[-1]
+        n_rows = top.shape[1]
+        if self.output_dropout and self.training:
+            top = nn.functional.dropout(top, self.output_dropout, True)
+        next_words = targets[encoding.rows, encoding.forward_positions + 1]
+        previous_words = targets[encoding.rows, encoding.backward_positions - 1]
+        nll = self.softmax.nll(
+            top.reshape(2 * n_rows, top.shape[2]),
+            torch.cat([next_words, previous_words]),
+            candidates,
+            chunk_rows=chunk_rows,
+        )
+        return nll.view(2, n_rows), encoding

@@ -1,0 +1,177 @@
+"""The output softmax shared by both LM directions: full, or sampled as in bilm-tf.
+
+The sampled softmax follows TensorFlow's ``sampled_softmax_loss`` with a
+``LogUniformCandidateSampler`` (unique candidates, accidental hits removed,
+logits corrected by the log expected count), so its training loss matches bilm-tf.
+"""
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import numpy
+import torch
+from torch import Tensor, nn
+
+from ..errors import WeightsError
+from ..util import atomic_output_path
+
+SOFTMAX_NAME = "softmax.hdf5"
+
+
+@dataclass
+class SampledCandidates:
+    """Negative classes for one batch, drawn without replacement.
+
+    ``ids``: *Shape:* ``(n_samples,)``; ``num_tries``: draws (with replacement)
+    it took to collect them, which sets every class's expected count.
+    """
+
+    ids: Tensor
+    num_tries: int
+    vocab_size: int
+
+    def log_expected_count(self, ids: Tensor) -> Tensor:
+        """log Q(class): the log of how often a class is expected among the candidates."""
+        log_range = math.log(self.vocab_size + 1.0)
+        ids = ids.to(torch.float32)
+        probability = (torch.log(ids + 2.0) - torch.log(ids + 1.0)) / log_range
+        return torch.log(-torch.expm1(self.num_tries * torch.log1p(-probability)))
+
+    def to(self, device: Union[str, torch.device]) -> "SampledCandidates":
+        return SampledCandidates(self.ids.to(device, non_blocking=True), self.num_tries, self.vocab_size)
+
+
+class LogUniformSampler:
+    """Zipfian candidate sampler over a frequency-sorted vocabulary: P(k) ∝ log((k+2)/(k+1)).
+
+    Draws with replacement until `n_samples` distinct classes are found (as
+    TensorFlow's unique sampler). Runs on the CPU with its own seeded generator,
+    whose state goes into checkpoints.
+    """
+
+    def __init__(self, vocab_size: int, n_samples: int, *, seed: int = 0) -> None:
+        if not 0 < n_samples < vocab_size:
+            raise ValueError(
+                f"the number of negative samples ({n_samples}) must be between 1 and the "
+                f"vocabulary size minus one ({vocab_size - 1})"
+            )
+        self.vocab_size = vocab_size
+        self.n_samples = n_samples
+        self.rng = numpy.random.default_rng(seed)
+
+    def sample(self) -> SampledCandidates:
+        log_range = math.log(self.vocab_size + 1.0)
+        draws = numpy.empty(0, dtype=numpy.int64)
+        chunk = 2 * self.n_samples
+        while True:
+            new = numpy.floor(numpy.exp(self.rng.random(chunk) * log_range)).astype(numpy.int64) - 1
+            draws = numpy.concatenate([draws, numpy.clip(new, 0, self.vocab_size - 1)])
+            _, first = numpy.unique(draws, return_index=True)
+            if len(first) >= self.n_samples:
+                first.sort()
+                first = first[: self.n_samples]
+                ids = torch.from_numpy(draws[first])
+                return SampledCandidates(ids, int(first[-1]) + 1, self.vocab_size)
+            chunk *= 2
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+
+class LMSoftmax(nn.Module):
+    """``log softmax(h @ W.T + b)`` over the vocabulary; W is ``(vocab, dim)`` as in bilm-tf."""
+
+    def __init__(self, vocab_size: int, dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, dim))
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            nn.init.normal_(self.weight, 0.0, 1.0 / math.sqrt(self.weight.shape[1]))
+            self.bias.zero_()
+
+    @property
+    def vocab_size(self) -> int:
+        return self.weight.shape[0]
+
+    def nll(
+        self, hidden: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
+        *, chunk_rows: int = 0,
+    ) -> Tensor:
+        """Negative log-likelihood of each target, float32.
+
+        :param hidden: *Shape:* ``(n, dim)``.
+        :param targets: *Shape:* ``(n,)``, word ids.
+        :param candidates: negatives for the sampled softmax; ``None`` = full softmax.
+        :param chunk_rows: compute the full softmax this many rows at a time (0 = all at once).
+        """
+        if candidates is not None:
+            return self._sampled_nll(hidden, targets, candidates)
+        if chunk_rows <= 0 or hidden.shape[0] <= chunk_rows:
+            return self._full_nll(hidden, targets)
+        return torch.cat([
+            self._full_nll(hidden[i : i + chunk_rows], targets[i : i + chunk_rows])
+            for i in range(0, hidden.shape[0], chunk_rows)
+        ])
+
+    def _full_nll(self, hidden: Tensor, targets: Tensor) -> Tensor:
+        # float32 even under autocast: held-out perplexity must not depend on the precision.
+        with torch.autocast(hidden.device.type, enabled=False):
+            logits = nn.functional.linear(hidden.float(), self.weight, self.bias)
+        return nn.functional.cross_entropy(logits, targets, reduction="none")
+
+    def _sampled_nll(self, hidden: Tensor, targets: Tensor, candidates: SampledCandidates) -> Tensor:
+        true_weight = nn.functional.embedding(targets, self.weight)
+        true_logits = (hidden.float() * true_weight.float()).sum(dim=1) + self.bias[targets]
+        true_logits = true_logits - candidates.log_expected_count(targets)
+        sampled_logits = nn.functional.linear(
+            hidden, self.weight[candidates.ids], self.bias[candidates.ids]
+        ).float() - candidates.log_expected_count(candidates.ids)
+        accidental_hits = targets[:, None] == candidates.ids[None, :]
+        sampled_logits = sampled_logits.masked_fill(accidental_hits, float("-inf"))
+        logits = torch.cat([true_logits[:, None], sampled_logits], dim=1)
+        return torch.logsumexp(logits, dim=1) - true_logits
+
+
+def save_softmax(softmax: LMSoftmax, path: Union[str, Path]) -> None:
+    """Write ``softmax/W`` ``(vocab, dim)`` and ``softmax/b`` ``(vocab,)`` (float32 HDF5)."""
+    import h5py
+
+    with atomic_output_path(path) as tmp:
+        with h5py.File(tmp, "w") as handle:
+            handle.create_dataset("softmax/W", data=softmax.weight.detach().to("cpu", torch.float32).numpy())
+            handle.create_dataset("softmax/b", data=softmax.bias.detach().to("cpu", torch.float32).numpy())
+
+
+def load_softmax(path: Union[str, Path], *, vocab_size: int, dim: int) -> LMSoftmax:
+    """Read a softmax written by :func:`save_softmax`, checking it fits the vocabulary and biLM."""
+    import h5py
+
+    path = Path(path)
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as err:
+        raise WeightsError(f"{path}: not a readable HDF5 file ({err})") from None
+    with handle:
+        expected = {"softmax/W": (vocab_size, dim), "softmax/b": (vocab_size,)}
+        arrays = {}
+        for name, shape in expected.items():
+            if name not in handle:
+                raise WeightsError(f"{path}: missing dataset '{name}'")
+            if tuple(handle[name].shape) != shape:
+                raise WeightsError(
+                    f"{path}: dataset '{name}' has shape {tuple(handle[name].shape)}, expected "
+                    f"{shape} (vocabulary of {vocab_size} words, projection dim {dim})"
+                )
+            arrays[name] = numpy.asarray(handle[name][...], dtype=numpy.float32)
+    softmax = LMSoftmax(vocab_size, dim)
+    with torch.no_grad():
+        softmax.weight.copy_(torch.from_numpy(arrays["softmax/W"]))
+        softmax.bias.copy_(torch.from_numpy(arrays["softmax/b"]))
+    return softmax

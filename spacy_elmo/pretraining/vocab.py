@@ -1,0 +1,86 @@
+"""The softmax vocabulary: frequency-sorted words, bilm-tf's `vocab.txt` layout."""
+import hashlib
+from collections import Counter
+from pathlib import Path
+from typing import Dict, Iterable, List, Sequence, Union
+
+from ..errors import InputError
+from ..models.pytorch.char_ids import BOS_TOKEN, EOS_TOKEN
+from ..util import atomic_output_path
+
+UNK_TOKEN = "<UNK>"
+SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
+
+
+class Vocabulary:
+    """Words with ids; `<S>`, `</S>`, `<UNK>` are ids 0, 1, 2, then the most frequent first.
+
+    The log-uniform sampler of the sampled softmax assumes this frequency order.
+    """
+
+    bos_id, eos_id, unk_id = 0, 1, 2
+
+    def __init__(self, words: Sequence[str], *, source: str = "vocabulary") -> None:
+        if tuple(words[:3]) != SPECIAL_TOKENS:
+            raise InputError(
+                f"{source}: the first three words must be {', '.join(SPECIAL_TOKENS)} "
+                f"(got {', '.join(map(repr, words[:3])) or 'nothing'})"
+            )
+        index: Dict[str, int] = {}
+        for i, word in enumerate(words):
+            if not word or word != word.strip() or "\n" in word:
+                raise InputError(f"{source}: line {i + 1}: empty word or word with spaces: {word!r}")
+            if word in index:
+                raise InputError(
+                    f"{source}: line {i + 1}: {word!r} repeats line {index[word] + 1}"
+                )
+            index[word] = i
+        self.words: List[str] = list(words)
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self._index
+
+    def ids(self, tokens: Iterable[str]) -> List[int]:
+        """Word ids; unknown words map to `<UNK>`."""
+        get, unk = self._index.get, self.unk_id
+        return [get(token, unk) for token in tokens]
+
+    def fingerprint(self) -> str:
+        """A short hash that tells two vocabularies apart (stored in checkpoints)."""
+        return hashlib.sha1("\n".join(self.words).encode("utf8")).hexdigest()[:16]
+
+    @classmethod
+    def from_counts(cls, counts: Counter, *, max_size: int, min_count: int = 1) -> "Vocabulary":
+        """The `max_size` most frequent words seen at least `min_count` times.
+
+        Ties are broken alphabetically so the result does not depend on reading order.
+        """
+        ranked = sorted(
+            (item for item in counts.items() if item[1] >= min_count and item[0] not in SPECIAL_TOKENS),
+            key=lambda item: (-item[1], item[0]),
+        )
+        return cls(list(SPECIAL_TOKENS) + [word for word, _ in ranked[:max_size]])
+
+    def to_disk(self, path: Union[str, Path]) -> None:
+        with atomic_output_path(path) as tmp:
+            tmp.write_text("\n".join(self.words) + "\n", encoding="utf8")
+
+    @classmethod
+    def from_disk(cls, path: Union[str, Path]) -> "Vocabulary":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf8")
+        except FileNotFoundError:
+            raise InputError(f"Vocabulary file not found: {path}") from None
+        except UnicodeDecodeError as err:
+            raise InputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        except OSError as err:
+            raise InputError(f"Cannot read vocabulary file {path}: {err.strerror}") from None
+        words = text.split("\n")
+        if words and words[-1] == "":
+            words.pop()
+        return cls(words, source=str(path))

@@ -1,0 +1,130 @@
+"""`spacy-elmo init-config` and `spacy-elmo pretrain`: overrides, outputs, errors, kill and resume."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Tuple
+
+import pytest
+import torch
+
+from spacy_elmo.cli import main
+from spacy_elmo.pretraining.checkpoint import load_checkpoint
+from spacy_elmo.pretraining.config import default_config_text, load_config
+from spacy_elmo.pretraining.metrics import MetricsLog
+
+FAST = [
+    "--corpus.tokenizer", "whitespace", "--corpus.max_window", "12", "--corpus.shuffle_buffer", "4",
+    "--training.tokens_per_step", "48", "--training.sort_window", "2", "--training.log_every", "1",
+    "--training.eval_at_start", "false",
+]
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture()
+def tiny_text(reference_dir: Path) -> Path:
+    return reference_dir / "bilm-tf" / "train" / "data.txt"
+
+
+def run_cli(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
+    """Run `spacy-elmo ARGS` in-process through `main`; (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["spacy-elmo", *map(str, args)])
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_info:
+        code = exit_info.code or 0
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_init_config_writes_a_valid_commented_config(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "pretrain.cfg"
+    code, out, _ = run_cli(capsys, monkeypatch, "init-config", path, "--size", "fixture", "--lang", "whitespace")
+    assert code == 0 and "Saved the pretraining config" in out
+    text = path.read_text(encoding="utf8")
+    assert text.count("\n# ") > 30
+    config = load_config(path, {"paths.train": "t.txt"})
+    assert config.model.size == "fixture" and config.corpus.tokenizer == "whitespace"
+    code, out, _ = run_cli(capsys, monkeypatch, "init-config", "-")
+    assert code == 0 and out.startswith("# spacy-elmo biLM pretraining") and 'size = "small"' in out
+    code, out, err = run_cli(capsys, monkeypatch, "init-config", tmp_path / "x.cfg", "--size", "huge")
+    assert code == 1 and "unknown model size 'huge'" in out + err
+
+
+def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
+    config_path = tmp_path / "pretrain.cfg"
+    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "fixture")
+    output_dir = tmp_path / "out"
+    code, out, err = run_cli(
+        capsys, monkeypatch, "pretrain", config_path, output_dir, "--paths.train", tiny_text,
+        "--paths.dev", tiny_text, "--training.max_steps", "6", "--optimizer.name", "adam",
+        "--optimizer.learn_rate", "0.003", *FAST,
+    )
+    assert code == 0, out + err
+    assert "Saved the biLM" in out
+    saved = load_config(output_dir / "config.cfg")
+    assert saved.optimizer.name == "adam" and saved.training.max_steps == 6 and saved.corpus.train == str(tiny_text)
+    records = MetricsLog(output_dir / "metrics.jsonl").read()
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in records if r["kind"] == "dev"] == [6]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--paths.train", "/nonexistent/corpus.txt"], "corpus.train: corpus path not found: /nonexistent/corpus.txt"),
+        (["--training.typo", "1"], r"unknown setting(s) in [training]: typo"),
+        (["--resume"], "No checkpoint at"),
+    ],
+)
+def test_errors_print_one_line(tmp_path, capsys, monkeypatch, tiny_text, args, message):
+    config_path = tmp_path / "pretrain.cfg"
+    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "fixture")
+    base = ["--paths.train", str(tiny_text)] if "--paths.train" not in args else []
+    code, out, err = run_cli(capsys, monkeypatch, "pretrain", config_path, tmp_path / "out", *base, *args, *FAST)
+    assert code == 1
+    assert message in out + err and "Traceback" not in out + err
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
+    """SIGKILL at an arbitrary moment, then --resume: every step is logged once, up to the end."""
+    config_path = tmp_path / "pretrain.cfg"
+    config_path.write_text(default_config_text(size="fixture"), encoding="utf8")
+    output_dir = tmp_path / "out"
+    args = [
+        sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir),
+        "--paths.train", str(tiny_text), "--training.max_steps", "400", "--training.checkpoint_every", "7", *FAST,
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (output_dir / "checkpoint.pt").exists() and len(MetricsLog(output_dir / "metrics.jsonl").read()) >= 10:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no checkpoint within 120 s")
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    killed_at = len(MetricsLog(output_dir / "metrics.jsonl").read())
+    resumed_from = load_checkpoint(output_dir / "checkpoint.pt")["step"]
+    assert 7 <= resumed_from <= killed_at and killed_at - resumed_from <= 7
+    final_step = resumed_from + 10
+    args[args.index("400")] = str(final_step)
+    result = subprocess.run(args + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Resuming from step {resumed_from}" in result.stdout
+    steps = [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
+    assert steps == list(range(1, final_step + 1))

@@ -1,0 +1,238 @@
+"""End-to-end pretraining runs on a tiny corpus (fixture-size biLM, one process, CPU)."""
+import json
+import math
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+from spacy_elmo.models.pytorch.options import BiLMOptions
+from spacy_elmo.original_format import load_bilm
+from spacy_elmo.pretraining import loop
+from spacy_elmo.pretraining.checkpoint import load_checkpoint
+from spacy_elmo.pretraining.config import load_config
+from spacy_elmo.pretraining.errors import CheckpointError, ConfigError, TrainingError
+from spacy_elmo.pretraining.loop import build_model, pretrain
+from spacy_elmo.pretraining.metrics import MetricsLog
+
+from .util import fast_config
+
+TIMING = ("elapsed_seconds", "tokens_per_second")
+
+
+def _records(output_dir: Path, kind: str):
+    records = MetricsLog(output_dir / "metrics.jsonl").read()
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in records if r["kind"] == kind]
+
+
+def _checkpoint_model(output_dir: Path):
+    state = load_checkpoint(output_dir / "checkpoint.pt")
+    vocab_size = state["model"]["softmax.weight"].shape[0]
+    model = build_model(BiLMOptions.from_dict(state["options"]), vocab_size, dropout=0.0)
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, reference_dir):
+    """300 steps on bilm-tf's training smoke-test corpus, evaluated on the same text."""
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    output_dir = tmp_path_factory.mktemp("run") / "out"
+    config = fast_config(
+        text, text, training__max_steps=300, training__log_every=50, training__eval_every=150,
+        training__checkpoint_every=150, training__eval_at_start=True,
+    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        summary = pretrain(config, output_dir)
+    finally:
+        torch.set_num_threads(threads)
+    return output_dir, summary, text
+
+
+def test_a_few_hundred_steps_lower_the_loss(trained):
+    output_dir, summary, _ = trained
+    dev = _records(output_dir, "dev")
+    train = _records(output_dir, "train")
+    assert [r["step"] for r in dev] == [0, 150, 300] and [r["step"] for r in train] == [50, 100, 150, 200, 250, 300]
+    start, end = dev[0], dev[-1]
+    assert start["dev_perplexity"] > 40  # about the vocabulary size (80 words) at random
+    assert end["dev_perplexity"] < start["dev_perplexity"] / 3
+    assert train[-1]["train_loss"] < train[0]["train_loss"] - 0.5
+    for record in dev:
+        expected = (record["dev_perplexity_forward"] + record["dev_perplexity_backward"]) / 2
+        assert record["dev_perplexity"] == pytest.approx(expected)
+    assert summary["step"] == 300 and summary["dev_perplexity"] == pytest.approx(end["dev_perplexity"])
+
+
+def test_output_directory_layout(trained):
+    output_dir, _, _ = trained
+    names = {p.name for p in output_dir.iterdir()}
+    assert {
+        "options.json", "weights.hdf5", "softmax.hdf5", "vocab.txt", "config.cfg", "metrics.jsonl",
+        "perplexity.png", "checkpoint.pt", "corpus_stats.json",
+    } <= names
+    assert not [n for n in names if n.endswith(".tmp")]
+    vocab = (output_dir / "vocab.txt").read_text(encoding="utf8").splitlines()
+    assert vocab[:5] == ["<S>", "</S>", "<UNK>", "of", "the"] and len(vocab) == 80
+    assert (output_dir / "perplexity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    stats = json.loads((output_dir / "corpus_stats.json").read_text())
+    assert stats["n_words"] == 134 and stats["n_tokens"] == stats["n_words"] + stats["n_sentences"]
+    config = load_config(output_dir / "config.cfg")
+    assert config.training.max_steps == 300 and config.corpus.tokenizer == "whitespace"
+    with h5py.File(output_dir / "softmax.hdf5", "r") as handle:
+        assert handle["softmax/W"].shape == (80, 16) and handle["softmax/b"].shape == (80,)
+
+
+def test_exported_weights_give_the_trainer_s_vectors(trained, reference_dir):
+    output_dir, _, _ = trained
+    sentences = [s.split() for group in json.loads((reference_dir / "allennlp" / "sentences.json").read_text()) for s in group]
+    char_ids = batch_to_char_ids(sentences[:8])
+    with torch.no_grad():
+        expected = _checkpoint_model(output_dir).bilm(char_ids).layers
+        exported = load_bilm(output_dir).eval()(char_ids).layers
+    assert torch.equal(exported, expected)
+    options = json.loads((output_dir / "options.json").read_text())
+    assert options["lstm"]["use_skip_connections"] is True and options["char_cnn"]["n_characters"] == 262
+
+
+def test_the_elmo_component_loads_the_exported_model(trained):
+    output_dir, _, _ = trained
+    spacy = pytest.importorskip("spacy")
+    pytest.importorskip("spacy_elmo.pipeline.elmo")
+    from spacy.util import registry
+
+    nlp = spacy.blank("en")
+    if "elmo" not in registry.factories:
+        pytest.skip("the elmo factory is not registered (reinstall the package)")
+    nlp.add_pipe("elmo", config={"doc_tensor": None})
+    # what a training config's [initialize.components.elmo] with paths.elmo_model does
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "weights_loader": {"@misc": "spacy-elmo.original_weights.v1", "path": str(output_dir)}
+    }
+    nlp.initialize()
+    text = "neural networks make use of neural networks ."
+    doc = nlp(text)
+    with torch.no_grad():
+        expected = _checkpoint_model(output_dir).bilm(batch_to_char_ids([text.split()])).layers[0]
+    numpy.testing.assert_allclose(doc._.elmo.layers, expected.numpy(), rtol=0, atol=1e-6)
+
+
+def test_init_from_a_trained_run_continues_its_vocabulary_and_softmax(trained, tmp_path):
+    output_dir, summary, text = trained
+    config = fast_config(text, text, training__max_steps=2, training__eval_at_start=True)
+    pretrain(config, tmp_path / "more", init_from=output_dir)
+    first = _records(tmp_path / "more", "dev")[0]
+    assert first["step"] == 0
+    assert first["dev_perplexity"] == pytest.approx(summary["dev_perplexity"], rel=1e-5)
+    assert (tmp_path / "more" / "vocab.txt").read_text() == (output_dir / "vocab.txt").read_text()
+
+
+def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
+    published = tmp_path / "published"
+    published.mkdir()
+    shutil.copy(allennlp_model_dir / "options.json", published / "options.json")
+    shutil.copy(allennlp_model_dir / "lm_weights.hdf5", published / "lm_weights.hdf5")
+    config = fast_config(
+        tiny_text, model__size="small", optimizer__name="adam", optimizer__learn_rate=1e-9, training__max_steps=3
+    )
+    pretrain(config, tmp_path / "out", init_from=published)
+    reference = load_bilm(published / "lm_weights.hdf5")
+    adapted = load_bilm(tmp_path / "out")
+    assert adapted.options == reference.options  # sizes come from the model, not [model]
+    for name, value in reference.state_dict().items():
+        torch.testing.assert_close(adapted.state_dict()[name], value, rtol=0, atol=1e-6)
+    assert (tmp_path / "out" / "vocab.txt").read_text().startswith("<S>\n</S>\n<UNK>\n")
+
+
+@pytest.mark.parametrize("log_every", [1, 3])
+def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, monkeypatch, log_every):
+    settings = dict(
+        softmax__kind="sampled", softmax__n_negative_samples=20, optimizer__name="adam",
+        optimizer__learn_rate=0.01, training__dropout=0.2, training__max_steps=12,
+        training__checkpoint_every=5, training__log_every=log_every,
+    )
+    pretrain(fast_config(tiny_text, **settings), tmp_path / "straight")
+
+    calls = {"n": 0}
+    original_step = loop.Trainer.train_step
+
+    def killed_at_step_8(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise KeyboardInterrupt
+        return original_step(self, batch)
+
+    monkeypatch.setattr(loop.Trainer, "train_step", killed_at_step_8)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed")
+    assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["step"] == 5
+    monkeypatch.setattr(loop.Trainer, "train_step", original_step)
+    pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed", resume=True)
+
+    expected = _records(tmp_path / "straight", "train")
+    assert len(expected) == 12 // log_every
+    assert _records(tmp_path / "resumed", "train") == expected
+    with h5py.File(tmp_path / "straight" / "weights.hdf5", "r") as a, h5py.File(tmp_path / "resumed" / "weights.hdf5", "r") as b:
+        names = []
+        a.visit(lambda name: names.append(name) if isinstance(a[name], h5py.Dataset) else None)
+        for name in names:
+            numpy.testing.assert_array_equal(a[name][...], b[name][...])
+
+
+def test_max_epochs_sets_the_number_of_steps(tmp_path, tiny_text):
+    config = fast_config(tiny_text, training__max_steps=None, training__max_epochs=2, training__log_every=1000)
+    summary = pretrain(config, tmp_path / "out")
+    stats = json.loads((tmp_path / "out" / "corpus_stats.json").read_text())
+    assert summary["step"] == math.ceil(2 * stats["n_tokens"] / 48)
+
+
+def test_bf16_autocast_runs_on_cpu(tmp_path, tiny_text):
+    pretrain(fast_config(tiny_text, training__precision="bf16", training__max_steps=4), tmp_path / "out")
+    assert all(math.isfinite(r["train_loss"]) for r in _records(tmp_path / "out", "train"))
+
+
+def test_non_finite_losses_are_skipped_then_stop_the_run(tmp_path, tiny_text, caplog):
+    config = fast_config(tiny_text, optimizer__learn_rate=1e30, training__max_nonfinite_steps=3, training__max_steps=20)
+    with pytest.raises(TrainingError, match="not finite for 3 steps in a row"):
+        pretrain(config, tmp_path / "out")
+    skipped = [r for r in caplog.records if "non-finite" in r.getMessage()]
+    assert len(skipped) == 3
+
+
+def test_existing_runs_and_checkpoints_errors(tmp_path, tiny_text):
+    output_dir = tmp_path / "out"
+    with pytest.raises(CheckpointError, match="No checkpoint at"):
+        pretrain(fast_config(tiny_text), output_dir, resume=True)
+    pretrain(fast_config(tiny_text, training__max_steps=2), output_dir)
+    with pytest.raises(TrainingError, match="already holds a training run; pass --resume"):
+        pretrain(fast_config(tiny_text), output_dir)
+    with pytest.raises(ConfigError, match=r"--resume: the config's \[model\] differ"):
+        pretrain(fast_config(tiny_text, model__lstm_dim=32), output_dir, resume=True)
+    checkpoint = output_dir / "checkpoint.pt"
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match=r"checkpoint.pt: corrupt or unreadable checkpoint"):
+        pretrain(fast_config(tiny_text), output_dir, resume=True)
+    checkpoint.write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match=r"checkpoint.pt: corrupt or unreadable checkpoint"):
+        pretrain(fast_config(tiny_text), output_dir, resume=True)
+
+
+def test_bad_corpus_paths_and_empty_corpora(tmp_path, tiny_text):
+    from spacy_elmo.errors import InputError
+
+    with pytest.raises(InputError, match=r"corpus.train: corpus path not found: .*nope.txt"):
+        pretrain(fast_config(tmp_path / "nope.txt"), tmp_path / "out")
+    with pytest.raises(InputError, match=r"corpus.dev: corpus path not found"):
+        pretrain(fast_config(tiny_text, tmp_path / "nodev.txt"), tmp_path / "out")
+    (tmp_path / "empty.txt").write_text("\n\n", encoding="utf8")
+    with pytest.raises(TrainingError, match=r"corpus.train: no sentences in .*empty.txt \(empty corpus\)"):
+        pretrain(fast_config(tmp_path / "empty.txt"), tmp_path / "out")
+    with pytest.raises(TrainingError, match=r"corpus.dev: no sentences in .*empty.txt"):
+        pretrain(fast_config(tiny_text, tmp_path / "empty.txt"), tmp_path / "out2")
