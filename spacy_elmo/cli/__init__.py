@@ -13,6 +13,7 @@ app = typer.Typer(
 
 # Each command module registers itself on `app`.
 from . import embed  # noqa: E402,F401
+from . import inspect  # noqa: E402,F401
 from . import init_config, pretrain  # noqa: E402,F401
 
 

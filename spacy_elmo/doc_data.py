@@ -1,0 +1,86 @@
+"""What the elmo component keeps on each Doc: ``doc._.elmo``.
+
+An :class:`ElmoDocData` holds every biLM layer of every token, so each
+downstream component can mix them its own way. It serializes with the Doc
+(``Doc.to_bytes``, ``DocBin(store_user_data=True)``, ``nlp.pipe(n_process=2)``)
+through msgpack hooks registered with srsly when this module is imported (by
+the elmo component): import ``spacy_elmo.doc_data`` before reading Docs saved
+elsewhere. (Not an srsly entry point: srsly loads those while spaCy itself is
+being imported, and this module needs spaCy.) To drop it from Docs you keep, add
+spaCy's ``doc_cleaner`` with ``attrs = {"_.elmo": None, "tensor": None}``.
+"""
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
+
+import numpy
+import srsly
+from spacy.tokens import Doc
+from thinc.types import Floats2d, Floats3d
+from thinc.util import to_numpy
+
+EXTENSION = "elmo"
+_MSGPACK_KEY = "__spacy_elmo_doc_data__"
+
+
+@dataclass
+class ElmoDocData:
+    """Every biLM layer of one Doc.
+
+    ``layers``: *Shape:* ``(n_layers, n_tokens, width)``, float32. Layer 0 is the
+    context-independent token layer ``[x; x]``, layer j (1..L) the j-th biLSTM
+    layer ``[forward_j; backward_j]``; ``width`` is ``2 * projection_dim``.
+    Whitespace tokens have zero vectors in every layer.
+    """
+
+    layers: Floats3d
+
+    @property
+    def n_layers(self) -> int:
+        return self.layers.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.layers.shape[2]
+
+    def __len__(self) -> int:
+        return self.layers.shape[1]
+
+    def mean(self) -> Floats2d:
+        """The average of all layers, *Shape:* ``(n_tokens, width)``."""
+        return self.layers.mean(axis=0)
+
+    def top(self) -> Floats2d:
+        """The last biLSTM layer, *Shape:* ``(n_tokens, width)``."""
+        return self.layers[-1]
+
+
+#: How ``Doc.tensor`` is filled from the layers (the component's ``doc_tensor``).
+DOC_TENSOR_MIXES: Dict[str, Callable[[ElmoDocData], Floats2d]] = {
+    "mean": ElmoDocData.mean,
+    "top": ElmoDocData.top,
+}
+
+
+def install_extensions() -> None:
+    """Register ``Doc._.elmo`` (idempotent; worker processes call it too)."""
+    if not Doc.has_extension(EXTENSION):
+        Doc.set_extension(EXTENSION, default=None)
+
+
+def encode_doc_data(obj: Any, chain: Optional[Callable] = None) -> Any:
+    """srsly msgpack encoder: ElmoDocData to a tagged dict."""
+    if isinstance(obj, ElmoDocData):
+        layers = numpy.ascontiguousarray(to_numpy(obj.layers), dtype=numpy.float32)
+        return {_MSGPACK_KEY: {"layers": layers}}
+    return obj if chain is None else chain(obj)
+
+
+def decode_doc_data(obj: Any, chain: Optional[Callable] = None) -> Any:
+    """srsly msgpack decoder: the tagged dict back to ElmoDocData."""
+    if isinstance(obj, dict) and _MSGPACK_KEY in obj:
+        return ElmoDocData(layers=obj[_MSGPACK_KEY]["layers"])
+    return obj if chain is None else chain(obj)
+
+
+srsly.msgpack_encoders.register("spacy_elmo.doc_data", func=encode_doc_data)
+srsly.msgpack_decoders.register("spacy_elmo.doc_data", func=decode_doc_data)

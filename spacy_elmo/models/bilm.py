@@ -1,0 +1,190 @@
+"""The biLM as a Thinc layer: Docs in, every biLM layer of every token out.
+
+Each Doc is cut into spans (``get_spans``: sentences or bounded windows), the
+spans are encoded independently of each other and of the batch, and the
+results are put back in token order. Whitespace tokens are not shown to the
+biLM (it never saw them in training) and get zero vectors.
+"""
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
+from thinc.types import Floats3d, Ints1d
+
+from ..embedder import ElmoEmbedder
+from ..errors import OptionsError, WeightsError
+from .lazy_torch import get_module, lazy_pytorch_shim, set_module
+from .pytorch.bilm import ElmoBiLM
+from .pytorch.char_ids import batch_to_char_ids
+from .pytorch.options import NAMED_SIZES, BiLMOptions
+from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
+
+NO_WEIGHTS = (
+    "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "
+    "initialize, e.g. in the config:\n"
+    "[initialize.components.elmo.weights_loader]\n"
+    '@misc = "spacy-elmo.original_weights.v1"\n'
+    "path = ${paths.elmo_model}\n"
+    "(a directory with options.json and weights.hdf5), or set `size` in the biLM's "
+    "model config for a randomly initialised biLM."
+)
+
+
+def build_elmo_bilm_v1(
+    *,
+    get_spans: SpanGetterT,
+    size: Optional[str] = None,
+    weights_loader: Optional[WeightsLoaderT] = None,
+    batch_size: int = 32,
+    max_batch_tokens: int = 8192,
+) -> BiLMModelT:
+    """The ELMo biLM, reading Docs span by span.
+
+    get_spans (Callable): cuts Docs into the spans the biLM reads, e.g.
+        ``spacy-elmo.sentence_spans.v1``.
+    size (Optional[str]): build a randomly initialised biLM of a named size
+        ("fixture", "small", "medium", "original"). Null (the default): the size
+        comes from the weights loaded at initialize.
+    weights_loader (Optional[Callable]): load the weights when the model is
+        initialized. The elmo component takes its loader from
+        ``[initialize.components.<name>.weights_loader]`` instead; this one is for
+        a biLM inside another component (``spacy-elmo.Tok2VecElmo.v1``).
+    batch_size (int): the most spans in one forward pass.
+    max_batch_tokens (int): the most (padded) tokens in one forward pass.
+
+    *Output:* per Doc, *Shape:* ``(n_layers, n_tokens, width)``.
+    """
+    if size is not None and weights_loader is not None:
+        raise OptionsError("Give the biLM a `size` or a `weights_loader`, not both")
+    if batch_size < 1 or max_batch_tokens < 1:
+        raise OptionsError("batch_size and max_batch_tokens must be positive")
+    model: BiLMModelT = Model(
+        "elmo_bilm",
+        bilm_forward,
+        init=partial(init_bilm, weights_loader=weights_loader),
+        dims={"nL": None, "nO": None},
+        attrs={
+            "get_spans": get_spans,
+            "batch_size": batch_size,
+            "max_batch_tokens": max_batch_tokens,
+        },
+        shims=[lazy_pytorch_shim(describe=_describe_bilm, build=_build_bilm)],
+    )
+    if size is not None:
+        if size not in NAMED_SIZES:
+            raise OptionsError(f"Unknown biLM size {size!r}; choose from {', '.join(NAMED_SIZES)}")
+        set_bilm(model, ElmoBiLM(NAMED_SIZES[size]))
+    return model
+
+
+def get_bilm(model: BiLMModelT) -> Optional[ElmoBiLM]:
+    """The torch biLM inside the layer, or None before initialize."""
+    return get_module(model.shims[0])
+
+
+def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
+    """Replace the torch biLM; the layer's dims follow its options."""
+    set_module(model.shims[0], bilm)
+    model.set_dim("nL", bilm.n_output_layers, force=True)
+    model.set_dim("nO", bilm.output_dim, force=True)
+
+
+def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
+    """Put the biLM that ``weights_loader`` returns into the layer."""
+    bilm = weights_loader()
+    if not isinstance(bilm, ElmoBiLM):
+        raise WeightsError(f"The weights loader returned {type(bilm).__name__}, not an ElmoBiLM")
+    set_bilm(model, bilm.eval())
+
+
+def init_bilm(
+    model: BiLMModelT, X: Any = None, Y: Any = None, *, weights_loader: Optional[WeightsLoaderT]
+) -> None:
+    """Load the weights unless the biLM already has some (re-initializing a
+    trained pipeline keeps its biLM)."""
+    if get_bilm(model) is None:
+        if weights_loader is None:
+            raise WeightsError(NO_WEIGHTS)
+        load_weights(model, weights_loader)
+
+
+@dataclass
+class _Segment:
+    """One span as the biLM reads it: which Doc, which tokens, their text."""
+
+    doc: int
+    tokens: Ints1d
+    words: List[str]
+
+
+def bilm_forward(
+    model: BiLMModelT, docs: List[Doc], is_train: bool
+) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
+    bilm = get_bilm(model)
+    if bilm is None:
+        raise WeightsError(NO_WEIGHTS)
+    ops = model.ops
+    n_layers, width = model.get_dim("nL"), model.get_dim("nO")
+    outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
+    segments = _segments(docs, model.attrs["get_spans"], ops)
+    shim = model.shims[0]
+    embedder = ElmoEmbedder(
+        bilm,
+        batch_size=model.attrs["batch_size"],
+        max_batch_tokens=model.attrs["max_batch_tokens"],
+        device=shim.device,
+    )
+    if not is_train:
+        layers_per_segment = embedder.embed(segment.words for segment in segments)
+        for segment, layers in zip(segments, layers_per_segment):
+            outputs[segment.doc][:, segment.tokens] = ops.asarray3f(layers)
+        return outputs, _no_gradient
+
+    # Training: one forward pass per group of spans, kept for the backward pass.
+    passes = []
+    for group in embedder._batches([segment.words for segment in segments]):
+        char_ids = batch_to_char_ids([segments[i].words for i in group]).to(shim.device)
+        bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs={}), is_train)
+        layers = torch2xp(bilm_output.layers, ops=ops)
+        for row, i in enumerate(group):
+            segment = segments[i]
+            outputs[segment.doc][:, segment.tokens] = layers[row, :, : len(segment.words)]
+        passes.append((group, bilm_output.layers, backprop_pass))
+
+    def backprop(d_outputs: List[Floats3d]) -> List[Doc]:
+        for group, layers_tensor, backprop_pass in passes:
+            d_layers = ops.alloc4f(*layers_tensor.shape)
+            for row, i in enumerate(group):
+                segment = segments[i]
+                d_layers[row, :, : len(segment.words)] = d_outputs[segment.doc][:, segment.tokens]
+            d_tensor = xp2torch(d_layers, device=layers_tensor.device)
+            backprop_pass(ArgsKwargs(args=((layers_tensor,),), kwargs={"grad_tensors": (d_tensor,)}))
+        return []
+
+    return outputs, backprop
+
+
+def _segments(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_Segment]:
+    segments = []
+    for i, spans in enumerate(get_spans(docs)):
+        for span in spans:
+            tokens = [token for token in span if not token.is_space]
+            if tokens:
+                segments.append(
+                    _Segment(i, ops.asarray1i([t.i for t in tokens]), [t.text for t in tokens])
+                )
+    return segments
+
+
+def _no_gradient(d_outputs: List[Floats3d]) -> List[Doc]:
+    return []
+
+
+def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:
+    return bilm.options.to_dict()
+
+
+def _build_bilm(options: Dict[str, Any]) -> ElmoBiLM:
+    return ElmoBiLM(BiLMOptions.from_dict(options, source="the serialized elmo model"))

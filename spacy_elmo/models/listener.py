@@ -1,0 +1,150 @@
+"""``ElmoListener``: a downstream component's connection to the elmo component.
+
+The elmo component runs the biLM once per batch; every listener then mixes
+the shared layers with its own scalar mix (the weights live in, and are saved
+with, the listening component). In training the elmo component hands its
+outputs and a backprop callback to each listener (``receive``); in prediction
+the listener reads ``doc._.elmo``.
+"""
+from typing import Callable, Iterable, List, Optional, Tuple
+
+from spacy.tokens import Doc
+from thinc.api import Model
+from thinc.types import Floats2d, Floats3d
+
+from ..doc_data import EXTENSION
+from ..errors import OptionsError
+from .features import build_elmo_features, set_features_dims, zero_layers
+from .types import ElmoFeaturesModelT, LayersBackpropT, ScalarMixModelT, Tok2VecModelT
+
+
+def build_elmo_listener_v1(
+    *,
+    mixer: ScalarMixModelT,
+    token_embedding: Optional[Tok2VecModelT] = None,
+    width: Optional[int] = None,
+    upstream: str = "*",
+    grad_factor: float = 1.0,
+) -> "ElmoListener":
+    """Listen to an elmo component and mix its layers for this component.
+
+    mixer (Model): this component's scalar mix (``spacy-elmo.ScalarMix.v1``).
+    token_embedding (Optional[Model]): vectors concatenated before the mix, the
+        paper's ``[x_k; ELMo_k]``: a small context-independent embedding such as
+        ``spacy.MultiHashEmbed.v2``, or ``spacy.Tok2VecListener.v1`` to add ELMo
+        to a shared CNN tok2vec.
+    width (Optional[int]): project the concatenation to this width (a
+        layer-normalised maxout). Null keeps it: the output width is then the
+        embedding's plus the biLM's (``2 * projection_dim``).
+    upstream (str): the name of the elmo component, or "*" for any.
+    grad_factor (float): scales the gradient sent to a fine-tuned biLM.
+    """
+    features = build_elmo_features(mixer=mixer, token_embedding=token_embedding, width=width)
+    return ElmoListener(upstream_name=upstream, features=features, grad_factor=grad_factor)
+
+
+class ElmoListener(Model):
+    """A layer fed by the upstream elmo component (see the module docstring)."""
+
+    name = "elmo_listener"
+
+    def __init__(self, *, upstream_name: str, features: ElmoFeaturesModelT, grad_factor: float) -> None:
+        Model.__init__(
+            self,
+            name=self.name,
+            forward=listener_forward,
+            init=init_listener,
+            dims={"nO": features.maybe_get_dim("nO")},
+            layers=[features],
+            attrs={"grad_factor": grad_factor},
+        )
+        self.upstream_name = upstream_name
+        self._batch_id: Optional[int] = None
+        self._outputs: Optional[List[Floats3d]] = None
+        self._backprop: Optional[LayersBackpropT] = None
+
+    @property
+    def features(self) -> ElmoFeaturesModelT:
+        return self.layers[0]
+
+    def set_upstream_dims(self, n_layers: int, width: int) -> None:
+        """Size this listener for its upstream biLM (called on linking)."""
+        set_features_dims(self.features, n_layers, width)
+        if self.features.has_dim("nO"):
+            self.set_dim("nO", self.features.get_dim("nO"))
+
+    @staticmethod
+    def get_batch_id(docs: Iterable[Doc]) -> int:
+        """A content hash of a batch, to check a listener got its own batch."""
+        return sum(sum(token.orth for token in doc) for doc in docs)
+
+    def receive(self, batch_id: int, outputs: List[Floats3d], backprop: LayersBackpropT) -> None:
+        """Store the elmo component's outputs for a training batch."""
+        self._batch_id = batch_id
+        self._outputs = outputs
+        self._backprop = backprop
+
+    def clear(self) -> None:
+        self._batch_id = self._outputs = self._backprop = None
+
+    def take_received(self, docs: List[Doc]) -> Tuple[List[Floats3d], LayersBackpropT]:
+        """The received outputs for ``docs`` (and forget them)."""
+        batch_id = self.get_batch_id(docs)
+        if batch_id != self._batch_id:
+            raise ValueError(
+                f"The ELMo listener received the outputs of another batch ({self._batch_id}, "
+                f"expected {batch_id}): the elmo component must be updated with the same "
+                f"batch just before"
+            )
+        outputs, backprop = self._outputs, self._backprop
+        self.clear()
+        return outputs, backprop
+
+
+def init_listener(model: ElmoListener, X: Optional[List[Doc]] = None, Y=None) -> None:
+    sample = None if X is None else (X, zero_layers(model.features, X))
+    model.features.initialize(X=sample)
+    model.set_dim("nO", model.features.get_dim("nO"))
+
+
+def listener_forward(
+    model: ElmoListener, docs: List[Doc], is_train: bool
+) -> Tuple[List[Floats2d], Callable[[List[Floats2d]], List[Doc]]]:
+    if is_train and model._batch_id is not None:
+        layers, upstream_backprop = model.take_received(docs)
+        Y, backprop_features = model.features((docs, layers), is_train)
+        grad_factor = model.attrs["grad_factor"]
+
+        def backprop(dY: List[Floats2d]) -> List[Doc]:
+            d_layers = backprop_features(dY)
+            if grad_factor != 1.0:
+                d_layers = [d * grad_factor for d in d_layers]
+            return upstream_backprop(d_layers)
+
+        return Y, backprop
+    # Prediction, or training while the elmo component is not updated (it is in
+    # frozen_components): read what it annotated.
+    layers = _doc_layers(model, docs, required=is_train)
+    Y, backprop_features = model.features((docs, layers), is_train)
+
+    def backprop_features_only(dY: List[Floats2d]) -> List[Doc]:
+        backprop_features(dY)
+        return []
+
+    return Y, backprop_features_only
+
+
+def _doc_layers(model: ElmoListener, docs: List[Doc], *, required: bool) -> List[Floats3d]:
+    missing = [doc for doc in docs if getattr(doc._, EXTENSION, None) is None]
+    if missing and required:
+        raise OptionsError(
+            "An ELMo listener found no doc._.elmo in training: the elmo component was not "
+            "updated with this batch. If it is in [training] frozen_components, also add it "
+            "to annotating_components (the biLM is frozen by default anyway: the component's "
+            "`frozen` setting)"
+        )
+    zeros = iter(zero_layers(model.features, missing)) if missing else iter(())
+    return [
+        next(zeros) if getattr(doc._, EXTENSION, None) is None else model.ops.asarray3f(doc._.elmo.layers)
+        for doc in docs
+    ]

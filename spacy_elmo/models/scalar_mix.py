@@ -1,0 +1,192 @@
+"""ELMo's task-specific layer weighting as a Thinc layer.
+
+``mix = gamma * sum_j softmax(s)_j * h_j`` over the L + 1 biLM layers, wrapping
+:class:`spacy_elmo.models.pytorch.scalar_mix.ScalarMix`. The torch module is
+built when the number of layers is known: from ``n_layers``, from the biLM the
+listener is linked to, or from the first batch it is initialized with.
+"""
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
+from thinc.types import Floats2d, Floats3d
+
+from ..errors import OptionsError
+from .lazy_torch import get_module, lazy_pytorch_shim, set_module
+from .pytorch.scalar_mix import ScalarMix
+from .types import ScalarMixModelT
+
+
+def build_scalar_mix_v1(
+    *,
+    n_layers: Optional[int] = None,
+    do_layer_norm: bool = False,
+    initial_weights: Optional[Sequence[float]] = None,
+    initial_gamma: float = 1.0,
+    trainable: bool = True,
+    dropout: float = 0.0,
+    l2_penalty: float = 0.0,
+) -> ScalarMixModelT:
+    """A learned weighting of the biLM layers (Peters et al. 2018, eq. 1).
+
+    n_layers (Optional[int]): L + 1 (3 for every published ELMo model); null
+        takes it from the biLM.
+    do_layer_norm (bool): normalise each layer before mixing. The statistics
+        are taken per Doc, so a Doc's vectors do not depend on its batch.
+    initial_weights (Optional[List[float]]): the initial, pre-softmax weights
+        (zeros: the average of the layers).
+    initial_gamma (float): the initial scale.
+    trainable (bool): whether the weights and gamma are learned.
+    dropout (float): dropout on the mixed vectors, in training.
+    l2_penalty (float): adds ``l2_penalty * sum(s ** 2)`` to the loss of each
+        batch, which keeps the mix close to the layer average (the paper's
+        lambda; 0.001 in bilm-tf).
+
+    *Input:* per Doc, *Shape:* ``(n_layers, n_tokens, width)``; *output:* per
+    Doc, *Shape:* ``(n_tokens, width)``.
+    """
+    if l2_penalty < 0:
+        raise OptionsError(f"l2_penalty must not be negative, got {l2_penalty}")
+    if initial_weights is not None and n_layers is not None and len(initial_weights) != n_layers:
+        raise OptionsError(
+            f"initial_weights has {len(initial_weights)} values, but n_layers is {n_layers}"
+        )
+    settings = {
+        "do_layer_norm": do_layer_norm,
+        "initial_weights": None if initial_weights is None else list(initial_weights),
+        "initial_gamma": initial_gamma,
+        "trainable": trainable,
+        "dropout": dropout,
+    }
+    return Model(
+        "elmo_scalar_mix",
+        scalar_mix_forward,
+        init=partial(init_scalar_mix, settings=settings),
+        dims={"nL": n_layers, "nO": None},
+        attrs={"l2_penalty": l2_penalty},
+        shims=[lazy_pytorch_shim(describe=_describe_mix, build=_build_mix)],
+    )
+
+
+def set_mix_dims(model: ScalarMixModelT, n_layers: int, width: int) -> None:
+    """Tell the mix how many layers of which width it will read."""
+    for name, value, what in (("nL", n_layers, "layers"), ("nO", width, "features per layer")):
+        current = model.maybe_get_dim(name)
+        if current is not None and current != value:
+            raise OptionsError(
+                f"The scalar mix was built for {current} {what}, but its biLM gives {value} "
+                f"(n_layers in the mix config can be null: it then follows the biLM)"
+            )
+        model.set_dim(name, value)
+
+
+def mix_parameters(model: ScalarMixModelT) -> Tuple[numpy.ndarray, float]:
+    """The learned ``softmax(s)`` (*Shape:* ``(n_layers,)``) and ``gamma``."""
+    mix = _require_mix(model)
+    with torch.no_grad():
+        weights = mix.normalized_weights().to("cpu", torch.float32).numpy()
+    return weights, float(mix.gamma.detach().cpu())
+
+
+def init_scalar_mix(
+    model: ScalarMixModelT,
+    X: Optional[List[Floats3d]] = None,
+    Y: Any = None,
+    *,
+    settings: Dict[str, Any],
+) -> None:
+    if X:
+        set_mix_dims(model, X[0].shape[0], X[0].shape[2])
+    n_layers = model.maybe_get_dim("nL")
+    if n_layers is None:
+        raise OptionsError(
+            "The scalar mix does not know how many biLM layers to mix: link it to an "
+            "initialized elmo component (a listener), or set n_layers"
+        )
+    set_module(model.shims[0], ScalarMix(n_layers, **settings))
+
+
+def scalar_mix_forward(
+    model: ScalarMixModelT, Xs: List[Floats3d], is_train: bool
+) -> Tuple[List[Floats2d], Callable[[List[Floats2d]], List[Floats3d]]]:
+    mix = _require_mix(model)
+    ops = model.ops
+    shim = model.shims[0]
+    if not Xs:
+        return [], lambda dYs: []
+    lengths = [X.shape[1] for X in Xs]
+    # Layer norm statistics are per input, so mix Doc by Doc; otherwise at once.
+    inputs = list(Xs) if mix.do_layer_norm else [ops.xp.concatenate(Xs, axis=1)]
+    if not is_train:
+        outputs = [shim.predict(ArgsKwargs(args=(xp2torch(X, device=shim.device),), kwargs={})) for X in inputs]
+        return _split(ops, [torch2xp(Y, ops=ops) for Y in outputs], lengths), _no_gradient
+    passes = []
+    for X in inputs:
+        X_tensor = xp2torch(X, requires_grad=True, device=shim.device)
+        Y_tensor, backprop_pass = shim(ArgsKwargs(args=(X_tensor,), kwargs={}), is_train)
+        passes.append((X_tensor, Y_tensor, backprop_pass))
+    Ys = _split(ops, [torch2xp(Y, ops=ops) for _, Y, _ in passes], lengths)
+    l2_penalty = model.attrs["l2_penalty"]
+
+    def backprop(dYs: List[Floats2d]) -> List[Floats3d]:
+        d_inputs = [ops.xp.concatenate(dYs, axis=0)] if len(passes) == 1 else dYs
+        dXs = []
+        for k, ((X_tensor, Y_tensor, backprop_pass), dY) in enumerate(zip(passes, d_inputs)):
+            tensors = [Y_tensor]
+            grads = [xp2torch(ops.asarray2f(dY), device=shim.device)]
+            if l2_penalty and k == 0 and mix.weights.requires_grad:
+                # Once per batch: d(l2 * sum(s^2)) joins the weights' gradient.
+                tensors.append(l2_penalty * (mix.weights**2).sum())
+                grads.append(torch.ones((), device=shim.device))
+            d_args = backprop_pass(
+                ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": tuple(grads)})
+            )
+            dXs.append(torch2xp(d_args.args[0], ops=ops))
+        if len(passes) == 1:
+            return [ops.asarray3f(d) for d in ops.xp.split(dXs[0], _offsets(lengths), axis=1)]
+        return dXs
+
+    return Ys, backprop
+
+
+def _split(ops, Ys: List[Floats2d], lengths: List[int]) -> List[Floats2d]:
+    if len(Ys) == len(lengths):
+        return Ys
+    return [ops.asarray2f(Y) for Y in ops.xp.split(Ys[0], _offsets(lengths), axis=0)]
+
+
+def _offsets(lengths: List[int]) -> List[int]:
+    return numpy.cumsum(lengths)[:-1].tolist()
+
+
+def _require_mix(model: ScalarMixModelT) -> ScalarMix:
+    mix = get_module(model.shims[0])
+    if mix is None:
+        raise OptionsError("The scalar mix is not initialized yet (call nlp.initialize)")
+    return mix
+
+
+def _no_gradient(dYs: List[Floats2d]) -> List[Floats3d]:
+    return []
+
+
+def _describe_mix(mix: ScalarMix) -> Dict[str, Any]:
+    return {
+        "n_layers": mix.n_layers,
+        "do_layer_norm": mix.do_layer_norm,
+        "layer_norm_eps": mix.layer_norm_eps,
+        "trainable": mix.weights.requires_grad,
+        "dropout": mix.dropout.p,
+    }
+
+
+def _build_mix(settings: Dict[str, Any]) -> ScalarMix:
+    return ScalarMix(
+        settings["n_layers"],
+        do_layer_norm=settings["do_layer_norm"],
+        layer_norm_eps=settings["layer_norm_eps"],
+        trainable=settings["trainable"],
+        dropout=settings["dropout"],
+    )

@@ -1,0 +1,301 @@
+"""The ``elmo`` pipeline component.
+
+It runs the biLM over each Doc (sentence by sentence, or in bounded windows),
+keeps every layer in ``doc._.elmo`` (:class:`~spacy_elmo.doc_data.ElmoDocData`)
+and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
+``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
+methods read that tensor, so they are contextual: "bank" of a river and
+"bank" that lends money get different vectors and a similarity below 1. Doc
+hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``, and Docs from
+``nlp.pipe(n_process=2)`` have none); ``Doc.tensor`` is, and spaCy's own
+fallback reads it for vectors when the vocab has no static vectors.
+Downstream components read the layers through ``spacy-elmo.ElmoListener.v1``,
+each with its own learned scalar mix.
+
+``Doc.tensor`` is a shared slot: a ``tok2vec`` later in the pipeline overwrites
+it (put ``elmo`` before ``tok2vec`` when both are used; ELMo listeners read
+``doc._.elmo``, not the tensor).
+"""
+from functools import partial
+from itertools import islice
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.types import Floats1d, Floats3d
+
+from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
+from ..errors import OptionsError
+from ..models.bilm import load_weights
+from ..models.inline import replace_listener, replace_listener_cfg
+from ..models.listener import ElmoListener
+from ..models.types import BiLMModelT, WeightsLoaderT
+
+DEFAULT_CONFIG = Config().from_str(
+    """
+    [model]
+    @architectures = "spacy-elmo.ElmoBiLM.v1"
+    size = null
+    batch_size = 32
+    max_batch_tokens = 8192
+
+    [model.get_spans]
+    @misc = "spacy-elmo.sentence_spans.v1"
+    max_length = 256
+    """
+)
+
+
+def make_elmo(
+    nlp: Language,
+    name: str,
+    model: BiLMModelT,
+    frozen: bool,
+    doc_tensor: Optional[str],
+    vector_hooks: bool,
+) -> "ElmoComponent":
+    """Create the elmo component (factory ``elmo``).
+
+    model (Model): the biLM layer, ``spacy-elmo.ElmoBiLM.v1``.
+    frozen (bool): keep the biLM fixed (the paper's recipe); false fine-tunes it
+        with the gradients of all listeners.
+    doc_tensor (Optional[str]): what goes in ``Doc.tensor``: "mean" (the
+        average of all layers), "top" (the last biLSTM layer) or null (nothing).
+    vector_hooks (bool): make token, span and Doc ``.vector`` and
+        ``.similarity`` read ``Doc.tensor`` (when ``doc_tensor`` is set).
+    """
+    return ElmoComponent(
+        nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks
+    )
+
+
+class ElmoComponent(TrainablePipe):
+    """Runs the biLM and shares its layers with listening components."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: BiLMModelT,
+        name: str = "elmo",
+        *,
+        frozen: bool = True,
+        doc_tensor: Optional[str] = "mean",
+        vector_hooks: bool = True,
+    ) -> None:
+        if doc_tensor is not None and doc_tensor not in DOC_TENSOR_MIXES:
+            raise OptionsError(
+                f"doc_tensor must be one of {', '.join(DOC_TENSOR_MIXES)} or null, got {doc_tensor!r}"
+            )
+        install_extensions()
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.doc_tensor = doc_tensor
+        self.vector_hooks = vector_hooks
+        self.listener_map: Dict[str, List[ElmoListener]] = {}
+        self.cfg: Dict[str, Any] = {}
+        self.model.attrs["replace_listener"] = replace_listener
+        self.frozen = frozen
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    @frozen.setter
+    def frozen(self, value: bool) -> None:
+        self._frozen = value
+        # Listeners replaced by an inline copy inherit the setting in their config.
+        self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=value)
+
+    # Listeners (as spaCy's Tok2Vec) ------------------------------------------------
+
+    @property
+    def listeners(self) -> List[ElmoListener]:
+        return [m for c in self.listening_components for m in self.listener_map[c]]
+
+    @property
+    def listening_components(self) -> List[str]:
+        return list(self.listener_map.keys())
+
+    def add_listener(self, listener: ElmoListener, component_name: str) -> None:
+        self.listener_map.setdefault(component_name, [])
+        if listener not in self.listener_map[component_name]:
+            self.listener_map[component_name].append(listener)
+        if self.model.has_dim("nL"):
+            listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))
+
+    def remove_listener(self, listener: ElmoListener, component_name: str) -> bool:
+        if listener in self.listener_map.get(component_name, []):
+            self.listener_map[component_name].remove(listener)
+            if not self.listener_map[component_name]:
+                del self.listener_map[component_name]
+            return True
+        return False
+
+    def find_listeners(self, component: Any) -> None:
+        """Link the ELMo listeners in ``component``'s model whose upstream is this
+        component's name or "*"."""
+        names = ("*", self.name)
+        if isinstance(getattr(component, "model", None), Model):
+            for node in component.model.walk():
+                if isinstance(node, ElmoListener) and node.upstream_name in names:
+                    self.add_listener(node, component.name)
+
+    # Prediction ----------------------------------------------------------------------
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128):
+        install_extensions()
+        return super().pipe(stream, batch_size=batch_size)
+
+    def predict(self, docs: Iterable[Doc]) -> List[Floats3d]:
+        """Every layer of every token, per Doc *Shape:* ``(n_layers, n_tokens, width)``."""
+        return self.model.predict(list(docs))
+
+    def set_annotations(self, docs: Sequence[Doc], layers: List[Floats3d]) -> None:
+        """Set ``doc._.elmo`` and, per ``doc_tensor``, ``Doc.tensor``."""
+        install_extensions()
+        for doc, doc_layers in zip(docs, layers):
+            data = ElmoDocData(layers=doc_layers)
+            setattr(doc._, EXTENSION, data)
+            if self.doc_tensor is not None:
+                doc.tensor = DOC_TENSOR_MIXES[self.doc_tensor](data)
+                if self.vector_hooks:
+                    set_vector_hooks(doc)
+
+    # Training ------------------------------------------------------------------------
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Run the biLM on the batch and hand its layers to every listener.
+
+        Frozen: the layers come from a prediction and nothing flows back.
+        Otherwise the listeners' gradients are summed, the last listener's
+        backprop runs the biLM's backward pass, and the loss recorded is the
+        squared norm of those gradients (as spaCy's Tok2Vec).
+        """
+        if losses is None:
+            losses = {}
+        validate_examples(examples, "ElmoComponent.update")
+        losses.setdefault(self.name, 0.0)
+        docs = [eg.predicted for eg in examples]
+        if not self.listeners:
+            return losses
+        if self.frozen:
+            outputs = self.model.predict(docs)
+            accumulate_gradient = backprop = _ignore_gradient
+        else:
+            set_dropout_rate(self.model, drop)
+            outputs, backprop_bilm = self.model.begin_update(docs)
+            d_outputs = [self.model.ops.alloc3f(*layers.shape) for layers in outputs]
+
+            def accumulate_gradient(one_d_outputs: List[Floats3d]) -> List[Doc]:
+                for total, d in zip(d_outputs, one_d_outputs):
+                    total += d
+                    losses[self.name] += float((d**2).sum())
+                return []
+
+            def backprop(one_d_outputs: List[Floats3d]) -> List[Doc]:
+                accumulate_gradient(one_d_outputs)
+                d_docs = backprop_bilm(d_outputs)
+                if sgd is not None:
+                    self.finish_update(sgd)
+                return d_docs
+
+        batch_id = ElmoListener.get_batch_id(docs)
+        for listener in self.listeners[:-1]:
+            listener.receive(batch_id, outputs, accumulate_gradient)
+        self.listeners[-1].receive(batch_id, outputs, backprop)
+        return losses
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Update the biLM, unless it is frozen."""
+        if not self.frozen:
+            self.model.finish_update(sgd)
+
+    def get_loss(self, examples: Iterable[Example], scores: Any) -> None:
+        """The loss comes from the listening components (see ``update``)."""
+        return None
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        weights_loader: Optional[WeightsLoaderT] = None,
+    ) -> None:
+        """Load the biLM (``weights_loader``, e.g. ``spacy-elmo.original_weights.v1``)
+        and size the listeners for it. Without a loader the biLM keeps the
+        weights it has (a trained pipeline) or fails with a clear error."""
+        examples = list(islice(get_examples(), 10))  # may be empty: only weights are needed
+        validate_examples(examples, "ElmoComponent.initialize")
+        if weights_loader is not None:
+            load_weights(self.model, weights_loader)
+        self.model.initialize(X=[eg.predicted for eg in examples] or None)
+        for listener in self.listeners:
+            listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))
+
+    def add_label(self, label: str) -> int:
+        raise NotImplementedError
+
+
+def set_vector_hooks(doc: Doc) -> None:
+    """Make token, span and Doc vectors and similarities read ``doc.tensor``."""
+    doc.user_token_hooks["vector"] = _token_vector
+    doc.user_token_hooks["has_vector"] = _has_vector
+    doc.user_span_hooks["vector"] = _span_vector
+    doc.user_span_hooks["has_vector"] = _has_vector
+    doc.user_hooks["vector"] = _span_vector
+    doc.user_hooks["has_vector"] = _has_vector
+    for hooks in (doc.user_token_hooks, doc.user_span_hooks, doc.user_hooks):
+        hooks["similarity"] = _cosine_similarity
+
+
+def _token_vector(token) -> Floats1d:
+    return token.doc.tensor[token.i]
+
+
+def _span_vector(span) -> Floats1d:
+    """The mean of the span's (or Doc's) token vectors; zeros when empty."""
+    tensor = span.doc.tensor
+    if len(span) == 0:
+        return tensor[:1].sum(axis=0) * 0
+    rows = tensor[span.start : span.end] if hasattr(span, "start") else tensor
+    return rows.mean(axis=0)
+
+
+def _has_vector(obj) -> bool:
+    return True
+
+
+def _cosine_similarity(obj, other) -> float:
+    a, b = obj.vector, other.vector
+    norms = float((a**2).sum() ** 0.5) * float((b**2).sum() ** 0.5)
+    if a.shape != b.shape or norms == 0.0:
+        return 0.0
+    return float((a * b).sum()) / norms
+
+
+def _ignore_gradient(d_outputs: List[Floats3d]) -> List[Doc]:
+    return []
+
+
+Language.factory(
+    "elmo",
+    assigns=[f"doc._.{EXTENSION}", "doc.tensor"],
+    default_config={
+        "model": DEFAULT_CONFIG["model"],
+        "frozen": True,
+        "doc_tensor": "mean",
+        "vector_hooks": True,
+    },
+)(make_elmo)

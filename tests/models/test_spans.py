@@ -1,0 +1,39 @@
+"""Span getters: sentences when the Doc has them, bounded windows otherwise."""
+import pytest
+import spacy
+from spacy.tokens import Doc
+
+from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return spacy.blank("en").vocab
+
+
+def _texts(spans):
+    return [[span.text for span in doc_spans] for doc_spans in spans]
+
+
+def test_sentences_when_the_doc_has_them(vocab):
+    doc = Doc(vocab, words="a b c . d e .".split(), sent_starts=[1, 0, 0, 0, 1, 0, 0])
+    assert _texts(build_sentence_spans_v1(max_length=10)([doc])) == [["a b c .", "d e ."]]
+    # Long sentences are cut into windows.
+    assert _texts(build_sentence_spans_v1(max_length=3)([doc])) == [["a b c", ".", "d e ."]]
+
+
+def test_windows_without_sentence_boundaries(vocab):
+    docs = [Doc(vocab, words=list("abcdefg")), Doc(vocab, words=[])]
+    assert _texts(build_sentence_spans_v1(max_length=3)(docs)) == [["a b c", "d e f", "g"], []]
+    assert sum(len(s) for s in build_sentence_spans_v1(max_length=256)([Doc(vocab, words=["w"] * 1000)])[0]) == 1000
+
+
+def test_doc_spans_ignore_sentences(vocab):
+    doc = Doc(vocab, words="a b . c d .".split(), sent_starts=[1, 0, 0, 1, 0, 0])
+    assert _texts(build_doc_spans_v1(max_length=4)([doc])) == [["a b . c", "d ."]]
+
+
+@pytest.mark.parametrize("build", [build_sentence_spans_v1, build_doc_spans_v1])
+def test_max_length_must_be_positive(build):
+    with pytest.raises(ValueError, match="max_length"):
+        build(max_length=0)

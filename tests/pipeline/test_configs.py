@@ -1,0 +1,86 @@
+"""The shipped configs: complete, ELMo = baseline + ELMo features, and they train."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.util import load_config, load_model_from_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+PAIRS = [("ud_baseline.cfg", "ud_elmo.cfg"), ("ner_baseline.cfg", "ner_elmo.cfg")]
+
+
+@pytest.mark.parametrize("name", [name for pair in PAIRS for name in pair])
+def test_config_is_complete_and_builds(name):
+    config = load_config(CONFIGS / name)
+    nlp = load_model_from_config(config, auto_fill=False, validate=True)
+    assert nlp.pipe_names == config["nlp"]["pipeline"]
+    assert config["corpora"]["train"]["path"] == "${paths.train}"
+    assert config["corpora"]["dev"]["path"] == "${paths.dev}"
+
+
+@pytest.mark.parametrize("baseline_name,elmo_name", PAIRS)
+def test_elmo_config_is_the_baseline_plus_elmo(baseline_name, elmo_name):
+    baseline = load_config(CONFIGS / baseline_name, interpolate=False)
+    elmo = load_config(CONFIGS / elmo_name, interpolate=False)
+    for section in ("training", "corpora", "system"):
+        assert elmo[section] == baseline[section], section
+    assert elmo["nlp"]["pipeline"] == ["elmo"] + baseline["nlp"]["pipeline"]
+    assert elmo["paths"]["elmo_model"] is None
+    loader = elmo["initialize"]["components"]["elmo"]["weights_loader"]
+    assert loader["@misc"] == "spacy-elmo.original_weights.v1" and loader["path"] == "${paths.elmo_model}"
+    for name, component in elmo["components"].items():
+        if name == "elmo":
+            continue
+        expected = dict(baseline["components"][name])
+        if name != "tok2vec":
+            listener = component["model"].pop("tok2vec")
+            shared = expected["model"].pop("tok2vec")
+            assert listener["@architectures"] == "spacy-elmo.ElmoListener.v1"
+            assert listener["upstream"] == "elmo"
+            assert listener["mixer"]["@architectures"] == "spacy-elmo.ScalarMix.v1"
+            assert listener["token_embedding"] == shared  # [CNN tok2vec; ELMo mix]
+        assert component == expected, name
+
+
+def _head_conllu(source: Path, target: Path, n_sentences: int) -> None:
+    blocks = source.read_text(encoding="utf8").split("\n\n")[:n_sentences]
+    target.write_text("\n\n".join(blocks) + "\n\n", encoding="utf8")
+
+
+def _run(*args: str) -> str:
+    result = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_spacy_train_end_to_end_on_ewt(data_dir, allennlp_model_dir, tmp_path):
+    """`python -m spacy train configs/ud_elmo.cfg` on a few hundred EWT
+    sentences converted with `spacy convert`, with the fixture biLM."""
+    ewt = data_dir / "ud_english_ewt"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    _head_conllu(ewt / "en_ewt-ud-train.conllu", tmp_path / "train.conllu", 300)
+    _head_conllu(ewt / "en_ewt-ud-dev.conllu", tmp_path / "dev.conllu", 100)
+    for split in ("train", "dev"):
+        _run("-m", "spacy", "convert", str(tmp_path / f"{split}.conllu"), str(corpus),
+             "--converter", "conllu", "--n-sents", "10")
+    output = tmp_path / "training"
+    _run(
+        "-m", "spacy", "train", str(CONFIGS / "ud_elmo.cfg"), "--output", str(output),
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--paths.elmo_model", str(allennlp_model_dir / "lm_weights.hdf5"),
+        "--training.max_steps", "24", "--training.eval_frequency", "12",
+    )
+    nlp = spacy.load(output / "model-best")
+    assert nlp.pipe_names == ["elmo", "tok2vec", "tagger", "morphologizer", "parser"]
+    performance = nlp.meta["performance"]
+    assert performance["tag_acc"] > 0.1 and performance["pos_acc"] > 0.1
+    assert performance["dep_uas"] > 0.0
+    doc = nlp("The bank of the river was muddy.")
+    assert doc._.elmo.layers.shape == (3, len(doc), 32)
+    assert all(token.tag_ and token.pos_ and token.dep_ for token in doc)
+    table = _run("-m", "spacy_elmo", "inspect", str(output / "model-best"))
+    assert all(name in table for name in ("tagger", "morphologizer", "parser", "gamma"))

@@ -1,0 +1,218 @@
+"""The elmo component in a pipeline: annotations, edge cases, batching, processes."""
+import numpy
+import pytest
+import spacy
+import torch
+from spacy.tokens import Doc, DocBin
+
+from spacy_elmo.doc_data import ElmoDocData
+from spacy_elmo.errors import SpacyElmoError, WeightsError
+from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+from spacy_elmo.pipeline import ElmoComponent
+
+from .util import TEXTS, elmo_nlp, train, weights_init_config
+
+
+@pytest.fixture(scope="module")
+def nlp(allennlp_model_dir):
+    """elmo + a tagger listening to it, briefly trained."""
+    nlp = elmo_nlp(allennlp_model_dir / "lm_weights.hdf5")
+    train(nlp, 5)
+    return nlp
+
+
+def _reference_layers(nlp, words):
+    """The biLM run directly on one sentence, as (n_layers, n_tokens, width)."""
+    bilm = get_bilm(nlp.get_pipe("elmo").model)
+    with torch.no_grad():
+        return bilm(batch_to_char_ids([words])).layers[0].numpy()
+
+
+def test_component_in_a_blank_pipeline(weights):
+    nlp = spacy.blank("en")
+    elmo = nlp.add_pipe("elmo")
+    assert isinstance(elmo, ElmoComponent)
+    assert elmo.frozen
+    nlp.config["initialize"]["components"]["elmo"] = weights_init_config(weights)
+    nlp.initialize()
+    doc = nlp("The bank of the river was muddy.")
+    assert isinstance(doc._.elmo, ElmoDocData)
+    assert doc._.elmo.layers.shape == (3, len(doc), 32)  # L + 1 layers, 2 * projection_dim
+    assert (doc._.elmo.n_layers, len(doc._.elmo), doc._.elmo.width) == (3, len(doc), 32)
+    numpy.testing.assert_allclose(
+        doc._.elmo.layers, _reference_layers(nlp, [t.text for t in doc]), rtol=0, atol=1e-6
+    )
+    numpy.testing.assert_array_equal(doc.tensor, doc._.elmo.layers.mean(axis=0))
+
+
+def test_vectors_and_similarity_are_contextual(nlp):
+    river, money = nlp("I sat on the bank of the river ."), nlp("I went to the bank to get money .")
+    # The token layer is context-independent; the biLSTM layers are not.
+    numpy.testing.assert_array_equal(river._.elmo.layers[0, 4], money._.elmo.layers[0, 4])
+    assert not numpy.allclose(river[4].vector, money[4].vector)
+    numpy.testing.assert_array_equal(river[4].vector, river.tensor[4])
+    assert river[4].similarity(money[4]) < 1.0 - 1e-4
+    numpy.testing.assert_allclose(river.vector, river.tensor.mean(axis=0), rtol=1e-6)
+    assert river.similarity(money) < 1.0
+    sport, theatre = nlp("They play football ."), nlp("We saw a play at the theatre .")
+    assert not numpy.allclose(sport[1].vector, theatre[3].vector)
+
+
+@pytest.mark.parametrize("doc_tensor", ["top", None])
+def test_doc_tensor_setting(weights, doc_tensor):
+    nlp = elmo_nlp(weights, taggers=(), elmo_config={"doc_tensor": doc_tensor})
+    doc = nlp("The bank of the river.")
+    if doc_tensor == "top":
+        numpy.testing.assert_array_equal(doc.tensor, doc._.elmo.layers[-1])
+    else:
+        assert doc.tensor.size == 0 and not doc.user_token_hooks
+        assert doc._.elmo.layers.shape == (3, len(doc), 32)
+
+
+def test_vector_hooks_read_the_tensor_even_with_static_vectors(weights):
+    nlp = elmo_nlp(weights, taggers=())
+    nlp.vocab.set_vector("bank", numpy.ones((4,), dtype="f"))
+    doc = nlp("The bank of the river.")
+    numpy.testing.assert_array_equal(doc[1].vector, doc.tensor[1])
+    numpy.testing.assert_allclose(doc[0:2].vector, doc.tensor[0:2].mean(axis=0), rtol=1e-6)
+    assert -1.0 <= doc[1].similarity(doc[4]) < 1.0
+    assert doc[0:2].similarity(doc) < 1.0
+
+
+def test_without_vector_hooks_spacy_falls_back_on_the_tensor(weights):
+    nlp = elmo_nlp(weights, taggers=(), elmo_config={"vector_hooks": False})
+    doc = nlp("The bank of the river.")
+    assert not doc.user_token_hooks
+    numpy.testing.assert_array_equal(doc[1].vector, doc.tensor[1])  # no static vectors
+
+
+def test_bad_settings_give_clear_errors():
+    nlp = spacy.blank("en")
+    with pytest.raises(SpacyElmoError, match="doc_tensor must be one of"):
+        nlp.add_pipe("elmo", config={"doc_tensor": "median"})
+    with pytest.raises(SpacyElmoError, match="Unknown biLM size"):
+        nlp.add_pipe("elmo", config={"model": {"size": "huge"}})
+
+
+def test_initialize_without_weights_explains_what_to_set():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    with pytest.raises(WeightsError, match="weights_loader"):
+        nlp.initialize()
+
+
+def test_initialize_with_a_missing_weights_file_names_it(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    nlp.config["initialize"]["components"]["elmo"] = weights_init_config(tmp_path / "nope.hdf5")
+    with pytest.raises(WeightsError, match="nope.hdf5"):
+        nlp.initialize()
+
+
+def test_empty_whitespace_and_one_token_docs(nlp):
+    docs = list(nlp.pipe(["", "   ", "\n\n", "word", "two  words"]))
+    assert [d._.elmo.layers.shape for d in docs] == [(3, 0, 32), (3, 1, 32), (3, 1, 32), (3, 1, 32), (3, 3, 32)]
+    assert not docs[1]._.elmo.layers.any() and not docs[2]._.elmo.layers.any()
+    assert docs[3]._.elmo.layers.any()
+    assert not docs[4]._.elmo.layers[:, 1].any()  # the extra space token
+    numpy.testing.assert_allclose(
+        docs[4]._.elmo.layers[:, [0, 2]], _reference_layers(nlp, ["two", "words"]), rtol=0, atol=1e-6
+    )
+    assert [len(d) for d in docs] == [0, 1, 1, 1, 3]
+    assert docs[0].tensor.shape == (0, 32)
+    assert [t.tag_ for t in docs[3]]  # the tagger still predicts
+
+
+def test_long_doc_without_sentence_boundaries_is_read_in_bounded_windows(nlp, monkeypatch):
+    elmo = nlp.get_pipe("elmo")
+    bilm = get_bilm(elmo.model)
+    padded_sizes = []
+    forward = bilm.forward
+
+    def recording_forward(char_ids, **kwargs):
+        padded_sizes.append(char_ids.shape[0] * char_ids.shape[1])
+        return forward(char_ids, **kwargs)
+
+    monkeypatch.setattr(bilm, "forward", recording_forward)
+    words = ["word", "another", "and", "more", "."] * 4000
+    doc = nlp(Doc(nlp.vocab, words=words))
+    assert len(doc) == 20_000 and not doc.has_annotation("SENT_START")
+    assert doc._.elmo.layers.shape == (3, 20_000, 32)
+    assert len(padded_sizes) >= 3
+    assert max(padded_sizes) <= elmo.model.attrs["max_batch_tokens"]
+    # Windows of 256 tokens, each read on its own: windows 0 and 5 hold the same words.
+    numpy.testing.assert_allclose(doc._.elmo.layers[:, :256], doc._.elmo.layers[:, 1280:1536], atol=1e-6)
+    assert not numpy.allclose(doc._.elmo.layers[:, 256:512], doc._.elmo.layers[:, 1280:1536], atol=1e-3)
+
+
+def test_sentences_are_read_separately(nlp):
+    doc = nlp.make_doc("It rained . The bank of the river flooded .")
+    for token in doc:
+        token.is_sent_start = token.i in (0, 3)
+    doc = nlp.get_pipe("elmo")(doc)
+    numpy.testing.assert_allclose(
+        doc._.elmo.layers[:, 3:], _reference_layers(nlp, [t.text for t in doc[3:]]), atol=1e-6
+    )
+
+
+def test_pipe_output_does_not_depend_on_the_batch_size(nlp):
+    texts = [f"{text} Number {i}." for i, text in enumerate(TEXTS * 12)]
+    one = list(nlp.pipe(texts, batch_size=1))
+    many = list(nlp.pipe(texts, batch_size=64))
+    for a, b in zip(one, many):
+        # The biLM encodes each span independently of the batch (to float
+        # rounding: matrix products of different sizes round differently).
+        numpy.testing.assert_allclose(a._.elmo.layers, b._.elmo.layers, rtol=0, atol=1e-6)
+        numpy.testing.assert_allclose(a.tensor, b.tensor, rtol=0, atol=1e-6)
+        assert [t.tag_ for t in a] == [t.tag_ for t in b]
+
+
+@pytest.mark.filterwarnings("ignore:.*W109")
+def test_two_processes_give_the_same_docs(nlp):
+    texts = [f"{text} Number {i}." for i, text in enumerate(TEXTS * 4)]
+    single = list(nlp.pipe(texts, batch_size=4))
+    double = list(nlp.pipe(texts, batch_size=4, n_process=2))
+    for a, b in zip(single, double):
+        assert isinstance(b._.elmo, ElmoDocData)
+        numpy.testing.assert_array_equal(a._.elmo.layers, b._.elmo.layers)
+        numpy.testing.assert_array_equal(a.tensor, b.tensor)
+        if len(b):  # no hooks after the trip, but spaCy reads the tensor
+            numpy.testing.assert_array_equal(b[0].vector, a[0].vector)
+        assert [t.tag_ for t in a] == [t.tag_ for t in b]
+
+
+@pytest.mark.filterwarnings("ignore:.*W109")
+def test_doc_data_survives_docbin_and_doc_bytes(nlp):
+    docs = list(nlp.pipe(TEXTS))
+    restored = list(DocBin(docs=docs, store_user_data=True).from_bytes(
+        DocBin(docs=docs, store_user_data=True).to_bytes()
+    ).get_docs(nlp.vocab))
+    for a, b in zip(docs, restored):
+        assert b._.elmo.layers.dtype == numpy.float32
+        numpy.testing.assert_array_equal(a._.elmo.layers, b._.elmo.layers)
+    again = Doc(nlp.vocab).from_bytes(docs[0].to_bytes())
+    numpy.testing.assert_array_equal(again._.elmo.layers, docs[0]._.elmo.layers)
+    numpy.testing.assert_array_equal(again.tensor, docs[0].tensor)
+
+
+def test_doc_cleaner_drops_the_layers(nlp):
+    cleaner = spacy.blank("en", vocab=nlp.vocab)
+    cleaner.add_pipe("doc_cleaner", config={"attrs": {"_.elmo": None, "tensor": None}})
+    doc = cleaner(nlp("The bank."))
+    assert doc._.elmo is None and doc.tensor is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_output_matches_cpu(weights):
+    from thinc.api import require_gpu, use_ops
+
+    cpu = elmo_nlp(weights, taggers=())
+    expected = cpu("The bank of the river.")._.elmo.layers
+    require_gpu(0)
+    try:
+        gpu = elmo_nlp(weights, taggers=())
+        got = gpu("The bank of the river.")._.elmo.layers
+        numpy.testing.assert_allclose(got.get() if hasattr(got, "get") else got, expected, atol=1e-4)
+    finally:
+        use_ops("numpy")
