@@ -21,8 +21,9 @@ def pretrain_cli(
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in OUTPUT_DIR from its last checkpoint"),
     init_from: Optional[Path] = typer.Option(
-        None, "--init-from", help="Start from this biLM (original format: options.json + weights.hdf5)",
-        file_okay=False,
+        None, "--init-from",
+        help="Continue training this biLM: a directory with options.json and weights.hdf5 (original "
+        "format, e.g. a published ELMo model or a previous run), or the weights file itself",
     ),
 ) -> None:
     """Pretrain an ELMo biLM. Override config settings with --section.key value.

@@ -99,7 +99,10 @@ max_epochs = 10
 sort_window = 32
 # Dropout on the LSTM inputs and on the top layer before the softmax (bilm-tf: 0.1).
 dropout = 0.1
-# Clip the gradient norm to this value (bilm-tf: 10); 0 = no clipping.
+# The mean loss per token is multiplied by this before backpropagation. bilm-tf uses its
+# unroll length, 20; with Adagrad (initial accumulator 1.0) it sets the early step size.
+gradient_scale = 20.0
+# Clip the (scaled) gradient norm to this value (bilm-tf: 10); 0 = no clipping.
 grad_clip = 10.0
 # "auto" = bfloat16 autocast on GPU and float32 on CPU; or "bf16" / "fp32".
 precision = "auto"
@@ -187,6 +190,7 @@ class TrainingConfig:
     max_epochs: Optional[float]
     sort_window: int
     dropout: float
+    gradient_scale: float
     grad_clip: float
     precision: str
     log_every: int
@@ -254,7 +258,7 @@ _POSITIVE = {
     ("training", "tokens_per_step"), ("training", "max_steps"), ("training", "max_epochs"),
     ("training", "sort_window"), ("training", "log_every"), ("training", "eval_every"),
     ("training", "checkpoint_every"), ("training", "max_nonfinite_steps"),
-    ("training", "eval_tokens_per_batch"), ("model", "lstm_dim"), ("model", "projection_dim"),
+    ("training", "eval_tokens_per_batch"), ("training", "gradient_scale"), ("model", "lstm_dim"), ("model", "projection_dim"),
     ("model", "n_layers"), ("model", "char_embedding_dim"),
 }
 
@@ -274,9 +278,13 @@ def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = No
 def parse_config(
     text: str, overrides: Optional[Dict[str, Any]] = None, *, source: str = "config"
 ) -> PretrainConfig:
+    """Validate config text; settings it leaves out take the defaults of :data:`DEFAULT_CONFIG`."""
     overrides = dict(overrides or {})
     try:
-        config = Config().from_str(text, overrides=overrides, interpolate=True)
+        # Settings the file leaves out take their default values.
+        given = Config().from_str(text, interpolate=False)
+        merged = Config().from_str(default_config_text(), interpolate=False).merge(given)
+        config = Config().from_str(merged.to_str(), overrides=overrides, interpolate=True)
     except ConfigValidationError as err:
         raise ConfigError(f"{source}: {_one_line(err)}") from None
     except Exception as err:  # confection raises assorted parse errors

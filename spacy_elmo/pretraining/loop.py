@@ -179,7 +179,7 @@ class Trainer:
         with self.autocast():
             nll = self.network(char_ids, targets, candidates)
         loss = nll.sum() / (2 * n_tokens)
-        loss.backward()
+        (loss * self.config.training.gradient_scale).backward()
         clip = self.config.training.grad_clip
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), clip if clip > 0 else math.inf)
         finite = torch.isfinite(loss.detach()) & torch.isfinite(grad_norm)
@@ -267,6 +267,27 @@ def corpus_stats(counts: Counter, n_sentences: int, n_words: int, vocab: Vocabul
     }
 
 
+def unigram_perplexity(
+    counts: Counter, n_sentences: int, vocab: Vocabulary, sentences: Sequence[Sentence]
+) -> float:
+    """Held-out perplexity of the training text's unigram model: the baseline to beat.
+
+    Maximum likelihood over the same predictions as the biLM (words and one
+    sentence end each; words outside the vocabulary share `<UNK>`'s count);
+    a prediction never seen in training counts as seen once.
+    """
+    total = sum(counts.values()) + n_sentences
+    unknown = sum(count for word, count in counts.items() if word not in vocab)
+    log_total = math.log(total)
+    nll, n = -len(sentences) * (math.log(max(n_sentences, 1)) - log_total), len(sentences)
+    for sentence in sentences:
+        for word in sentence:
+            count = counts.get(word, 0) if word in vocab else unknown
+            nll -= math.log(max(count, 1)) - log_total
+        n += len(sentence)
+    return math.exp(nll / max(n, 1))
+
+
 class PretrainRun:
     """Everything one `pretrain` invocation does, on every process."""
 
@@ -279,6 +300,10 @@ class PretrainRun:
         self.processes = processes
         self.resume = resume
         self.init_from = Path(init_from) if init_from is not None else None
+        # A run's softmax.hdf5 and vocab.txt sit beside its weights.
+        self.init_dir = None
+        if self.init_from is not None:
+            self.init_dir = self.init_from if self.init_from.is_dir() else self.init_from.parent
         self.checkpoint_path = self.output_dir / CHECKPOINT_NAME
         self.metrics = MetricsLog(self.output_dir / METRICS_NAME)
         corpus = config.corpus
@@ -295,7 +320,8 @@ class PretrainRun:
     def run(self) -> Dict[str, Any]:
         config, processes = self.config, self.processes
         checkpoint = self._prepare_output_dir()
-        vocab, stats = self._vocabulary(checkpoint)
+        dev_all = self._dev_sentences()
+        vocab, stats = self._vocabulary(checkpoint, dev_all)
         if processes.is_main:
             vocab.to_disk(self.output_dir / VOCAB_NAME)
             with atomic_output_path(self.output_dir / CONFIG_NAME) as tmp:
@@ -323,7 +349,7 @@ class PretrainRun:
             f"Training {_describe(model, vocab, trainer)} for {max_steps} steps of "
             f"{config.training.tokens_per_step} tokens on {processes.world_size} process(es), {trainer.device}"
         )
-        dev = self._dev_sentences()
+        dev = None if dev_all is None else dev_all[processes.rank :: processes.world_size]
         return self._train(trainer, stream, progress, vocab, stats, dev, max_steps)
 
     # -- setup ---------------------------------------------------------------------------
@@ -356,7 +382,9 @@ class PretrainRun:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         return None
 
-    def _vocabulary(self, checkpoint: Optional[Dict[str, Any]]) -> Tuple[Vocabulary, Optional[Dict[str, Any]]]:
+    def _vocabulary(
+        self, checkpoint: Optional[Dict[str, Any]], dev: Optional[List[Sentence]]
+    ) -> Tuple[Vocabulary, Optional[Dict[str, Any]]]:
         """The run's vocabulary and corpus statistics (one counting pass, shared by the processes)."""
         stats_path = self.output_dir / STATS_NAME
         if checkpoint is not None:
@@ -369,8 +397,8 @@ class PretrainRun:
         given: Optional[Vocabulary] = None
         if config.vocab.path is not None:
             given = Vocabulary.from_disk(config.vocab.path)
-        elif self.init_from is not None and (self.init_from / SOFTMAX_NAME).exists():
-            given = Vocabulary.from_disk(self.init_from / VOCAB_NAME)
+        elif self.init_dir is not None and (self.init_dir / SOFTMAX_NAME).exists():
+            given = Vocabulary.from_disk(self.init_dir / VOCAB_NAME)
         if given is not None and config.training.max_steps is not None:
             return given, None
         self.say(f"Counting words in {len(self.train_files)} training file(s)")
@@ -389,12 +417,17 @@ class PretrainRun:
                 for part_counts, _, _ in gathered:
                     counts.update(part_counts)
                 counted = (counts, sum(g[1] for g in gathered), sum(g[2] for g in gathered))
-                result = [self._vocab_and_stats(counted, given)]
+                try:
+                    result = [self._vocab_and_stats(counted, given, dev)]
+                except TrainingError as err:  # every process stops with the same message
+                    result = [err]
             dist.broadcast_object_list(result, src=0)
+            if isinstance(result[0], TrainingError):
+                raise result[0]
             words, stats = result[0]
             vocab = Vocabulary(words)
         else:
-            words, stats = self._vocab_and_stats(counted, given)
+            words, stats = self._vocab_and_stats(counted, given, dev)
             vocab = Vocabulary(words)
         if self.processes.is_main:
             with atomic_output_path(stats_path) as tmp:
@@ -403,16 +436,23 @@ class PretrainRun:
                 f"Corpus: {stats['n_sentences']:,} sentences, {stats['n_words']:,} words; vocabulary "
                 f"{len(vocab):,} words, {100 * stats['oov_rate']:.2f}% of running words unknown"
             )
+            if "dev_unigram_perplexity" in stats:
+                self.say(f"Held-out perplexity of a unigram model: {stats['dev_unigram_perplexity']:.1f}")
         return vocab, stats
 
-    def _vocab_and_stats(self, counted: Tuple[Counter, int, int], given: Optional[Vocabulary]):
+    def _vocab_and_stats(
+        self, counted: Tuple[Counter, int, int], given: Optional[Vocabulary], dev: Optional[List[Sentence]]
+    ):
         counts, n_sentences, n_words = counted
         if n_sentences == 0:
             raise TrainingError(f"corpus.train: no sentences in {', '.join(map(str, self.train_files[:3]))} (empty corpus)")
         vocab = given or Vocabulary.from_counts(
             counts, max_size=self.config.vocab.size, min_count=self.config.vocab.min_count
         )
-        return vocab.words, corpus_stats(counts, n_sentences, n_words, vocab)
+        stats = corpus_stats(counts, n_sentences, n_words, vocab)
+        if dev:
+            stats["dev_unigram_perplexity"] = unigram_perplexity(counts, n_sentences, vocab, dev)
+        return vocab.words, stats
 
     def _model(self, vocab: Vocabulary, checkpoint: Optional[Dict[str, Any]]) -> BiLMLanguageModel:
         dropout = self.config.training.dropout
@@ -427,8 +467,8 @@ class PretrainRun:
         if self.init_from is None:
             return build_model(self.config.bilm_options(), len(vocab), dropout=dropout)
         bilm = load_bilm(self.init_from)
-        softmax_path = self.init_from / SOFTMAX_NAME
-        init_vocab = self.init_from / VOCAB_NAME
+        softmax_path = self.init_dir / SOFTMAX_NAME
+        init_vocab = self.init_dir / VOCAB_NAME
         if softmax_path.exists() and init_vocab.exists() and (
             Vocabulary.from_disk(init_vocab).fingerprint() == vocab.fingerprint()
         ):
@@ -458,7 +498,7 @@ class PretrainRun:
         sentences = list(islice(reader.sentences(), config.max_dev_sentences))
         if not sentences:
             raise TrainingError(f"corpus.dev: no sentences in {', '.join(map(str, self.dev_files[:3]))} (empty corpus)")
-        return sentences[self.processes.rank :: self.processes.world_size]
+        return sentences
 
     # -- checkpoints ------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """The biLM training objective: joint forward + backward log-likelihood, one shared softmax."""
+from itertools import chain
 from typing import Optional, Sequence, Tuple
 
+import numpy
 import torch
 from torch import Tensor, nn
 
@@ -15,13 +17,16 @@ def target_ids(sentences: Sequence[Sequence[str]], vocab: Vocabulary) -> Tensor:
     *Shape:* ``(batch, max_tokens + 2)``, int64; column ``p`` is position ``p``
     of :class:`PackedEncoding`.
     """
-    max_len = max((len(s) for s in sentences), default=0)
-    ids = torch.zeros((len(sentences), max_len + 2), dtype=torch.long)
-    for row, sentence in enumerate(sentences):
-        ids[row, 0] = vocab.bos_id
-        ids[row, 1 : len(sentence) + 1] = torch.tensor(vocab.ids(sentence), dtype=torch.long)
-        ids[row, len(sentence) + 1] = vocab.eos_id
-    return ids
+    lengths = numpy.array([len(s) for s in sentences], dtype=numpy.int64)
+    max_len = int(lengths.max()) if len(sentences) else 0
+    ids = numpy.zeros((len(sentences), max_len + 2), dtype=numpy.int64)
+    ids[:, 0] = vocab.bos_id
+    words = numpy.arange(max_len)[None, :] < lengths[:, None]
+    ids[:, 1 : max_len + 1][words] = numpy.fromiter(
+        chain.from_iterable(vocab.ids(s) for s in sentences), dtype=numpy.int64, count=int(lengths.sum())
+    )
+    ids[numpy.arange(len(sentences)), lengths + 1] = vocab.eos_id
+    return torch.from_numpy(ids)
 
 
 def n_predictions(sentences: Sequence[Sequence[str]]) -> int:

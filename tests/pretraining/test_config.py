@@ -62,3 +62,10 @@ def test_unknown_sections_and_files(tmp_path):
 def test_shipped_configs_are_valid(path):
     config = load_config(path, {"paths.train": "train.txt"})
     config.bilm_options()
+
+
+def test_settings_left_out_take_their_defaults():
+    config = parse_config('[paths]\ntrain = "t.txt"\n\n[training]\nmax_steps = 5\n', {"training.dropout": 0.3})
+    assert config.corpus.train == "t.txt" and config.training.max_steps == 5 and config.training.dropout == 0.3
+    assert config.training.gradient_scale == 20.0 and config.model.size == "small"
+    assert "gradient_scale = 20.0" in config.to_str()

@@ -16,7 +16,7 @@ from spacy_elmo.pretraining import loop
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.errors import CheckpointError, ConfigError, TrainingError
-from spacy_elmo.pretraining.loop import build_model, pretrain
+from spacy_elmo.pretraining.loop import build_model, pretrain, unigram_perplexity
 from spacy_elmo.pretraining.metrics import MetricsLog
 
 from .util import fast_config
@@ -68,6 +68,21 @@ def test_a_few_hundred_steps_lower_the_loss(trained):
         expected = (record["dev_perplexity_forward"] + record["dev_perplexity_backward"]) / 2
         assert record["dev_perplexity"] == pytest.approx(expected)
     assert summary["step"] == 300 and summary["dev_perplexity"] == pytest.approx(end["dev_perplexity"])
+    stats = json.loads((output_dir / "corpus_stats.json").read_text())
+    assert end["dev_perplexity"] < stats["dev_unigram_perplexity"] < start["dev_perplexity"]
+
+
+def test_unigram_perplexity_by_hand():
+    from collections import Counter
+
+    from spacy_elmo.pretraining.vocab import Vocabulary
+
+    counts = Counter({"a": 3, "b": 1, "rare": 1})
+    vocab = Vocabulary.from_counts(counts, max_size=2)  # "rare" is outside: <UNK> has count 1
+    # 2 sentences in training: 5 words + 2 sentence ends = 7 predictions
+    got = unigram_perplexity(counts, 2, vocab, [["a", "zzz"], ["b"]])
+    probabilities = [3 / 7, 1 / 7, 2 / 7, 1 / 7, 2 / 7]  # a, zzz (<UNK>), </S>, b, </S>
+    assert got == pytest.approx(math.exp(-sum(map(math.log, probabilities)) / 5))
 
 
 def test_output_directory_layout(trained):
@@ -141,7 +156,7 @@ def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
     config = fast_config(
         tiny_text, model__size="small", optimizer__name="adam", optimizer__learn_rate=1e-9, training__max_steps=3
     )
-    pretrain(config, tmp_path / "out", init_from=published)
+    pretrain(config, tmp_path / "out", init_from=published / "lm_weights.hdf5")
     reference = load_bilm(published / "lm_weights.hdf5")
     adapted = load_bilm(tmp_path / "out")
     assert adapted.options == reference.options  # sizes come from the model, not [model]
