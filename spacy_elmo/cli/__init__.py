@@ -2,7 +2,6 @@
 import sys
 
 import typer
-from wasabi import msg
 
 from ..errors import SpacyElmoError
 
@@ -10,6 +9,12 @@ app = typer.Typer(
     name="spacy-elmo", add_completion=False, no_args_is_help=True,
     help="ELMo for spaCy: embed text, pretrain a biLM, inspect pipelines.",
 )
+
+
+@app.callback()
+def _commands() -> None:
+    """ELMo for spaCy: embed text, pretrain a biLM, inspect pipelines."""
+
 
 # Each command module registers itself on `app`.
 from . import embed  # noqa: E402,F401
@@ -22,5 +27,5 @@ def main() -> None:
     try:
         app()
     except SpacyElmoError as err:
-        msg.fail(str(err))
+        typer.secho(f"✘ {err}", fg=typer.colors.RED, err=True)
         sys.exit(1)
