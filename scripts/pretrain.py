@@ -1,0 +1,86 @@
+"""Run `python -m spacy_elmo pretrain` so that rerunning the workflow resumes an interrupted run.
+
+`spacy project run` reruns a step whose previous run did not finish. The pretraining
+command itself refuses to start over a directory that holds a checkpoint unless it
+gets `--resume`, and `--resume` needs that checkpoint to belong to the same run. This
+wrapper records what a run was started with (config file contents, arguments and the
+contents of the corpus files) in `OUTPUT_DIR/project_run.json`, then:
+
+- checkpoint present and same run -> adds `--resume` (continues from the last checkpoint);
+- checkpoint present but the config, arguments or corpus changed -> moves the old
+  directory to `OUTPUT_DIR.previous` and starts afresh;
+- no checkpoint -> starts afresh.
+
+Usage: python scripts/pretrain.py CONFIG OUTPUT_DIR [any `spacy_elmo pretrain` options]
+"""
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+from wasabi import msg
+
+CHECKPOINT_NAME = "checkpoint.pt"  # spacy_elmo.pretraining.checkpoint.CHECKPOINT_NAME
+RUN_RECORD_NAME = "project_run.json"
+CORPUS_OPTIONS = ("--paths.train", "--paths.dev")
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.md5()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def run_signature(config_path: Path, args: List[str]) -> str:
+    """Identifies a run: config text, arguments and the corpus files' contents."""
+    parts = {"config": config_path.read_text(encoding="utf8"), "args": args, "corpus": {}}
+    for option, value in zip(args, args[1:]):
+        if option in CORPUS_OPTIONS and Path(value).is_file():
+            parts["corpus"][value] = file_digest(Path(value))
+    return hashlib.md5(json.dumps(parts, sort_keys=True).encode("utf8")).hexdigest()
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) < 2 or argv[0].startswith("-") or argv[1].startswith("-"):
+        msg.fail("Usage: python scripts/pretrain.py CONFIG OUTPUT_DIR [pretrain options]", exits=2)
+    config_path, output_dir, args = Path(argv[0]), Path(argv[1]), [a for a in argv[2:] if a != "--resume"]
+    if not config_path.is_file():
+        msg.fail(f"Pretraining config not found: {config_path} (set --vars.pretrain_config)", exits=1)
+    for option, value in zip(args, args[1:]):
+        if option in CORPUS_OPTIONS and not Path(value).exists():
+            msg.fail(f"{option}: {value} does not exist (run the convert step first, or fix the var)", exits=1)
+    signature = run_signature(config_path, args)
+    record_path = output_dir / RUN_RECORD_NAME
+    resume = False
+    if (output_dir / CHECKPOINT_NAME).exists():
+        recorded = json.loads(record_path.read_text(encoding="utf8")) if record_path.exists() else {}
+        if recorded.get("signature") == signature:
+            resume = True
+            msg.info(f"Resuming the pretraining run in {output_dir} from its last checkpoint")
+        else:
+            previous = output_dir.with_name(output_dir.name + ".previous")
+            shutil.rmtree(previous, ignore_errors=True)
+            output_dir.rename(previous)
+            msg.warn(f"The config, options or corpus changed: moved the old run to {previous}, starting afresh")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    tmp = record_path.with_name(record_path.name + ".tmp")
+    tmp.write_text(json.dumps({"signature": signature, "config": str(config_path), "args": args}, indent=2) + "\n")
+    tmp.replace(record_path)
+    command = [sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir), *args]
+    if resume:
+        command.append("--resume")
+    print("Running command:", " ".join(command), flush=True)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        msg.warn("Interrupted: run the workflow again to resume from the last checkpoint")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

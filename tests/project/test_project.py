@@ -1,0 +1,114 @@
+"""The spaCy project (project.yml): the `all` workflow end to end on tiny data, missing inputs, resume."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import TINY_SETTINGS, missing, output_of, project_run
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
+    package_name = "elmo_project_test"
+    overrides = {**tiny_data, **TINY_SETTINGS, "package_name": package_name}
+    result = project_run(project_dir, "all", overrides)
+    assert result.returncode == 0, output_of(result)[-6000:]
+
+    metrics = project_dir / "metrics" / "sample"
+    expected = [metrics / f"{task}_{system}.json" for task in ("ud", "ner") for system in ("baseline", "elmo")]
+    assert not missing(expected + [metrics / "compare.md", metrics / "compare.png"])
+    ud_elmo = json.loads((metrics / "ud_elmo.json").read_text())
+    ner_elmo = json.loads((metrics / "ner_elmo.json").read_text())
+    for key in ("tag_acc", "dep_uas", "dep_las"):
+        assert 0.0 <= ud_elmo[key] <= 1.0, key
+    assert 0.0 <= ner_elmo["ents_f"] <= 1.0
+
+    table = (metrics / "compare.md").read_text()
+    assert "| UD English-EWT | LAS |" in table and "| NER | NER F |" in table
+    assert "held-out perplexity" in table  # from the pretraining log
+    chart = (metrics / "compare.png").read_bytes()
+    assert chart.startswith(PNG_MAGIC) and len(chart) > 10_000
+
+    pretraining = project_dir / "pretraining" / "sample"
+    assert not missing([pretraining / "options.json", pretraining / "weights.hdf5", pretraining / "metrics.jsonl"])
+
+    wheel = project_dir / "packages" / "dist" / f"en_{package_name}-0.1.0-py3-none-any.whl"
+    assert wheel.exists()
+    check = json.loads((metrics / "package_check.json").read_text())
+    assert check["problems"] == []
+    assert "/venv/" in check["package_file"]
+    assert check["tensor_shape"][0] == check["n_tokens"] > 0
+    options = json.loads((pretraining / "options.json").read_text())
+    n_layers, n_tokens, width = check["elmo_layers_shape"]
+    assert (n_layers, n_tokens, width) == (options["lstm"]["n_layers"] + 1, check["n_tokens"], 2 * options["lstm"]["projection_dim"])
+    assert check["pipeline"][0] == "elmo"
+
+    # Nothing changed: a second run skips every step that has outputs.
+    again = project_run(project_dir, "all", overrides)
+    assert again.returncode == 0, output_of(again)[-3000:]
+    for step in ("pretrain", "train-elmo", "evaluate", "package"):
+        assert f"Skipping '{step}': nothing changed" in again.stdout
+
+
+def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
+    (project_dir / "assets" / "raw_text" / "sample_public_domain.txt").unlink()
+    result = project_run(project_dir, "all", {}, timeout=120)
+    output = output_of(result)
+    assert result.returncode != 0
+    assert "assets/raw_text/sample_public_domain.txt" in output
+    assert "git checkout -- assets/" in output
+    assert "--vars.raw_text" in output
+    assert not (project_dir / "corpus" / "sample" / "ud" / "train.spacy").exists()  # stopped before converting
+
+
+def test_missing_full_data_says_what_to_fetch_and_which_var_to_set(project_dir: Path, tmp_path: Path):
+    empty = tmp_path / "no_data_here"
+    empty.mkdir()
+    result = project_run(project_dir, "check-inputs-full", {"data_dir": empty}, timeout=120)
+    output = output_of(result)
+    assert result.returncode != 0
+    assert "python -m spacy project assets --extra" in output
+    assert "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/en_ewt-ud-train.conllu" in output
+    assert "--vars.data_dir" in output and "--vars.full_ud_train" in output
+    # CoNLL-2003 has no download: the message says why and what to set instead.
+    assert "not redistributable" in output and "--vars.full_ner_train" in output
+
+
+def test_full_inputs_are_found_in_a_local_data_dir(project_dir: Path, data_dir: Path):
+    result = project_run(project_dir, "check-inputs-full", {"data_dir": data_dir}, timeout=120)
+    assert result.returncode == 0, output_of(result)
+    assert "inputs of workflow 'full' are present" in output_of(result)
+
+
+@pytest.mark.slow
+def test_interrupted_pretraining_resumes_when_the_workflow_runs_again(project_dir: Path, tiny_data):
+    overrides = {**tiny_data, **TINY_SETTINGS, "pretrain_steps": 60, "pretrain_eval_every": 30}
+    assert project_run(project_dir, "split-text", overrides).returncode == 0
+    checkpoint = project_dir / "pretraining" / "sample" / "checkpoint.pt"
+    command = [sys.executable, "-m", "spacy", "project", "run", "pretrain", str(project_dir)]
+    for key, value in overrides.items():
+        command += [f"--vars.{key}", str(value)]
+    process = subprocess.Popen(command, cwd=project_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not checkpoint.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert process.poll() is None, "pretraining ended before it could be interrupted:\n" + process.communicate()[0][-3000:]
+    os.killpg(process.pid, signal.SIGKILL)  # a crash or a lost machine: no chance to clean up
+    process.wait()
+    lock = project_dir / "project.lock"
+    assert not lock.exists() or "pretrain" not in lock.read_text()
+
+    result = project_run(project_dir, "pretrain", overrides)
+    output = output_of(result)
+    assert result.returncode == 0, output[-3000:]
+    assert "Resuming the pretraining run" in output and "--resume" in output
+    records = [json.loads(line) for line in (checkpoint.parent / "metrics.jsonl").read_text().splitlines()]
+    train_steps = [r["step"] for r in records if r["kind"] == "train"]
+    assert train_steps == sorted(set(train_steps)) and train_steps[-1] == 60

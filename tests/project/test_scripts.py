@@ -1,0 +1,173 @@
+"""The project's scripts on small inputs: conversion, sampling, splitting, comparison, input checks."""
+import json
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from .conftest import REPO, head_blocks, load_script
+
+convert = load_script("convert")
+sample_documents = load_script("sample_documents")
+split_text = load_script("split_text")
+compare = load_script("compare")
+check_inputs = load_script("check_inputs")
+
+UNER = """# newdoc id = doc-1
+# sent_id = doc-1-0001
+# text = Alice met Bob in New York .
+1\tAlice\tB-PER\t-\t-
+2\tmet\tO\t-\t-
+3\tBob\tB-PER\t-\t-
+4\tin\tO\t-\t-
+5\tNew\tB-LOC\t-\t-
+6\tYork\tI-LOC\t-\t-
+7\t.\tO\t-\t-
+
+# sent_id = doc-1-0002
+1\tHi\tO\t-\t-
+
+# newdoc id = doc-2
+# sent_id = doc-2-0001
+1\tAcme\tB-ORG\t-\t-
+2\tCorp\tI-ORG\t-\t-
+
+"""
+
+CONLL = """-DOCSTART- -X- -X- O
+
+EU NNP B-NP B-ORG
+rejects VBZ B-VP O
+German JJ B-NP B-MISC
+
+Peter NNP B-NP B-PER
+Blackburn NNP I-NP I-PER
+
+-DOCSTART- -X- -X- O
+
+Leeds NNP B-NP I-ORG
+won VBD B-VP O
+"""
+
+
+def read_docs(path: Path):
+    nlp = spacy.blank("en")
+    return list(DocBin().from_disk(path).get_docs(nlp.vocab))
+
+
+def test_convert_uner_keeps_documents_sentences_and_entities(tmp_path: Path):
+    source = tmp_path / "x.iob2"
+    source.write_text(UNER, encoding="utf8")
+    n_docs, n_sents, n_ents = convert.convert(source, tmp_path / "x.spacy", layout="uner", n_sents=10)
+    assert (n_docs, n_sents, n_ents) == (2, 3, 4)
+    first, second = read_docs(tmp_path / "x.spacy")
+    assert [(e.text, e.label_) for e in first.ents] == [("Alice", "PER"), ("Bob", "PER"), ("New York", "LOC")]
+    assert [s.text for s in first.sents] == ["Alice met Bob in New York .", "Hi"]
+    assert [(e.text, e.label_) for e in second.ents] == [("Acme Corp", "ORG")]
+
+
+def test_convert_conll_splits_on_docstart_and_reads_iob1(tmp_path: Path):
+    source = tmp_path / "x.conll"
+    source.write_text(CONLL, encoding="utf8")
+    assert convert.convert(source, tmp_path / "x.spacy", layout="conll", n_sents=1) == (3, 3, 4)
+    docs = read_docs(tmp_path / "x.spacy")
+    assert [t.text for t in docs[0]] == ["EU", "rejects", "German"]  # no -DOCSTART- token
+    assert [(e.text, e.label_) for e in docs[2].ents] == [("Leeds", "ORG")]  # IOB1: I- opens an entity
+
+
+def test_convert_conllu_writes_the_named_file(tmp_path: Path):
+    source = head_blocks(REPO / "assets/ud_english_ewt/en_ewt-ud-dev.sample.conllu", tmp_path / "d.conllu", 12)
+    n_docs, n_sents, _ = convert.convert(source, tmp_path / "out" / "dev.spacy", layout="conllu", n_sents=10)
+    assert (n_docs, n_sents) == (2, 12)
+    doc = read_docs(tmp_path / "out" / "dev.spacy")[0]
+    assert doc[0].dep_ and doc[0].tag_ and doc[0].pos_
+
+
+@pytest.mark.parametrize(
+    "text,layout,message",
+    [
+        ("1\tfoo\tX-PER\t-\t-\n", "uner", "x.txt:1: invalid NER tag 'X-PER'"),
+        ("1 foo\n\n2\tbar\n", "uner", "x.txt:1: expected tab-separated"),
+        ("\n\n", "conll", "no sentences found"),
+    ],
+)
+def test_convert_bad_input_names_file_and_line(tmp_path: Path, text: str, layout: str, message: str):
+    source = tmp_path / "x.txt"
+    source.write_text(text, encoding="utf8")
+    with pytest.raises(convert.InputFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        convert.convert(source, tmp_path / "x.spacy", layout=layout, n_sents=10)
+    assert not (tmp_path / "x.spacy").exists()
+
+
+def test_sample_documents_takes_whole_documents_and_the_rest_is_disjoint(tmp_path: Path):
+    source = REPO / "assets/uner_english_ewt/en_ewt-uner-demo-dev.iob2"
+    documents = sample_documents.read_documents(source)
+    chosen, rest = sample_documents.select_documents(documents, 200)
+    assert sorted(chosen + rest) == list(range(len(documents)))
+    n_chosen = sum(len(documents[i]) for i in chosen)
+    assert 150 <= n_chosen <= 250
+    assert chosen[0] < len(documents) // 4 and chosen[-1] > 3 * len(documents) // 4  # spread over the file
+    sample_documents.write_documents(documents, chosen, tmp_path / "a.iob2")
+    sample_documents.write_documents(documents, rest, tmp_path / "b.iob2")
+
+    def lines(path: Path):
+        return [line for line in path.read_text(encoding="utf8").splitlines() if line]
+
+    assert sorted(lines(tmp_path / "a.iob2") + lines(tmp_path / "b.iob2")) == sorted(lines(source))
+
+
+def test_split_text_holds_out_every_nth_line_up_to_a_cap(tmp_path: Path):
+    source = tmp_path / "raw.txt"
+    source.write_text("".join(f"line {i}\n\n" for i in range(1, 101)), encoding="utf8")
+    n_train, n_heldout = split_text.split_lines(source, tmp_path / "t.txt", tmp_path / "h.txt", every=10, max_heldout=4)
+    assert (n_train, n_heldout) == (96, 4)
+    assert (tmp_path / "h.txt").read_text().splitlines() == ["line 10", "line 20", "line 30", "line 40"]
+    assert "line 50" in (tmp_path / "t.txt").read_text()
+
+
+def test_compare_table_and_chart(tmp_path: Path):
+    for task, keys in (("ud", ("tag_acc", "dep_uas", "dep_las")), ("ner", ("ents_p", "ents_r", "ents_f"))):
+        for system, value in (("baseline", 0.5), ("elmo", 0.625)):
+            (tmp_path / f"{task}_{system}.json").write_text(json.dumps({**{k: value for k in keys}, "speed": 1000.0}))
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(
+        "\n".join(json.dumps(r) for r in [
+            {"kind": "dev", "step": 0, "dev_perplexity": 900.0},
+            {"kind": "train", "step": 10, "train_perplexity": 500.0},
+            {"kind": "dev", "step": 10, "dev_perplexity": 400.0, "dev_perplexity_forward": 390.0, "dev_perplexity_backward": 410.0},
+        ]) + "\n{cut short"
+    )
+    rows = compare.collect_rows(tmp_path)
+    assert [(r["task"], r["metric"]) for r in rows if r["key"] != "speed"] == [
+        ("UD English-EWT", "XPOS"), ("UD English-EWT", "UAS"), ("UD English-EWT", "LAS"),
+        ("NER", "NER P"), ("NER", "NER R"), ("NER", "NER F"),
+    ]
+    train, dev = compare.read_pretraining_log(log)
+    table = compare.markdown_table(rows, dev, "test")
+    assert "| UD English-EWT | LAS | 50.00 | 62.50 | +12.50 |" in table
+    assert "held-out perplexity at step 10: 400.0 (average), 390.0 (forward), 410.0 (backward), from 900.0 at step 0" in table
+    compare.draw_chart(rows, train, dev, tmp_path / "compare.png", "test")
+    assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_workflow_inputs_exclude_what_earlier_steps_write():
+    config = {
+        "workflows": {"w": ["a", "b"]},
+        "commands": [
+            {"name": "a", "deps": ["data/x.txt"], "outputs": ["corpus/x.spacy", "model/weights.hdf5"]},
+            {"name": "b", "deps": ["corpus/x.spacy", "model", "configs/c.cfg", "data/x.txt"]},
+        ],
+    }
+    assert check_inputs.workflow_inputs(config, "w") == ["data/x.txt", "configs/c.cfg"]
+
+
+def test_missing_input_explanation_names_the_asset_source_and_the_vars():
+    config = {
+        "vars": {"data_dir": "assets/full", "full_ud_train": "assets/full/ud/train.conllu", "lang": "en"},
+        "assets": [{"dest": "assets/full/ud/train.conllu", "url": "https://example.org/train.conllu", "extra": True, "description": "UD train"}],
+    }
+    text = check_inputs.explain("assets/full/ud/train.conllu", config)
+    assert "What it is: UD train." in text
+    assert "python -m spacy project assets --extra" in text and "https://example.org/train.conllu" in text
+    assert "--vars.full_ud_train or --vars.data_dir" in text
