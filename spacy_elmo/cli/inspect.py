@@ -1,8 +1,8 @@
 """`spacy-elmo inspect PIPELINE`: the learned ELMo layer weights of each component.
 
 For every scalar mix in a trained pipeline (listeners and inline Tok2VecElmo
-models), print softmax(s) per biLM layer and gamma, the view of Figure 2 of
-Peters et al. (2018); optionally save them as a bar chart.
+models), print softmax(s) per biLM layer and gamma, the view of Peters et al.
+(2018), section 5.5 and Figure 2; optionally save them as a bar chart.
 """
 from pathlib import Path
 from typing import List, NamedTuple, Optional
