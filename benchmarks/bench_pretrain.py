@@ -53,7 +53,7 @@ def synthetic_corpus(path: Path, *, vocab_size: int, n_sentences: int, seed: int
 
 def measure(
     size: str, *, device: torch.device, tokens_per_step: int, vocab_words: List[str], corpus: Path,
-    negatives: int, precision: str, steps: int, warmup: int,
+    negatives: int, precision: str, steps: int, warmup: int, dropout: float,
 ) -> Dict[str, float]:
     config = parse_config(
         default_config_text(size=size),
@@ -61,7 +61,7 @@ def measure(
             "paths.train": str(corpus), "corpus.tokenizer": "whitespace",
             "softmax.kind": "sampled", "softmax.n_negative_samples": negatives,
             "training.tokens_per_step": tokens_per_step, "training.precision": precision,
-            "training.max_steps": steps,
+            "training.max_steps": steps, "training.dropout": dropout,
         },
     )
     vocab = Vocabulary(list(SPECIAL_TOKENS) + vocab_words)
@@ -88,7 +88,7 @@ def measure(
     n_params = sum(p.numel() for p in model.bilm.parameters())
     return {
         "size": size, "device": str(device), "precision": precision, "autocast": str(trainer.autocast_dtype),
-        "tokens_per_step": tokens_per_step, "vocab": len(vocab), "negatives": negatives,
+        "tokens_per_step": tokens_per_step, "vocab": len(vocab), "negatives": negatives, "dropout": dropout,
         "bilm_parameters_millions": round(n_params / 1e6, 1), "steps": steps,
         "seconds_per_step": seconds / steps, "tokens_per_second": tokens / seconds,
         "threads": torch.get_num_threads(),
@@ -103,6 +103,10 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=None, help="default: 100000 on CPU, 793471 on CUDA")
     parser.add_argument("--negatives", type=int, default=8192)
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.add_argument(
+        "--dropout", type=float, default=0.1,
+        help="bilm-tf: 0.1; on CPU, dropout keeps the two LSTM directions on one thread (reproducible masks)",
+    )
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
@@ -120,10 +124,11 @@ def main() -> None:
             result = measure(
                 size, device=device, tokens_per_step=tokens_per_step, vocab_words=words, corpus=corpus,
                 negatives=args.negatives, precision=args.precision, steps=args.steps, warmup=args.warmup,
+                dropout=args.dropout,
             )
             results.append(result)
             print(
-                f"{size:>9} {result['device']:>6} autocast={result['autocast']:<14} "
+                f"{size:>9} {result['device']:>6} autocast={result['autocast']:<14} dropout={args.dropout} "
                 f"{tokens_per_step} tok/step, vocab {len(words) + 3}, {args.negatives} negatives: "
                 f"{result['seconds_per_step']:.2f} s/step, {result['tokens_per_second']:,.0f} tokens/s",
                 flush=True,

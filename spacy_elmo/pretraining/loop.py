@@ -594,7 +594,10 @@ class PretrainRun:
                     self._save(trainer, stream, progress, vocab)
                     last_checkpoint = step
                     if main:
-                        plot_perplexity(self.metrics.read(), self.output_dir / PLOT_NAME, sampled=trainer.sampler is not None)
+                        plot_perplexity(
+                            self.metrics.read(), self.output_dir / PLOT_NAME, sampled=trainer.sampler is not None,
+                            unigram=(stats or {}).get("dev_unigram_perplexity"),
+                        )
                 progress.exclude(time.perf_counter() - paused)
         except KeyboardInterrupt:
             if main:

@@ -2,7 +2,7 @@
 import json
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Optional, Union
 
 from ..util import atomic_output_path
 
@@ -40,8 +40,11 @@ class MetricsLog:
             tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf8")
 
 
-def plot_perplexity(records: List[Dict[str, Any]], path: Union[str, Path], *, sampled: bool) -> bool:
-    """Plot training and held-out perplexity against steps; False when matplotlib is missing."""
+def plot_perplexity(
+    records: List[Dict[str, Any]], path: Union[str, Path], *, sampled: bool, unigram: Optional[float] = None
+) -> bool:
+    """Plot training and held-out perplexity against steps (and the held-out unigram
+    baseline when given); False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -63,6 +66,8 @@ def plot_perplexity(records: List[Dict[str, Any]], path: Union[str, Path], *, sa
     ):
         if dev:
             axes.plot([r["step"] for r in dev], [r[key] for r in dev], style, label=name)
+    if unigram is not None:
+        axes.axhline(unigram, color="grey", linewidth=1, linestyle="-.", label=f"held-out, unigram ({unigram:.0f})")
     axes.set_yscale("log")
     axes.set_xlabel("step")
     axes.set_ylabel("perplexity")

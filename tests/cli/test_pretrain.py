@@ -85,6 +85,10 @@ def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
         (["--paths.train", "/nonexistent/corpus.txt"], "corpus.train: corpus path not found: /nonexistent/corpus.txt"),
         (["--training.typo", "1"], r"unknown setting(s) in [training]: typo"),
         (["--resume"], "No checkpoint at"),
+        pytest.param(
+            ["--gpu-id", "0"], "--gpu-id 0: no such CUDA device",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present"),
+        ),
     ],
 )
 def test_errors_print_one_line(tmp_path, capsys, monkeypatch, tiny_text, args, message):
