@@ -53,6 +53,13 @@ class ElmoDocData:
         """The last biLSTM layer, *Shape:* ``(n_tokens, width)``."""
         return self.layers[-1]
 
+    def mixed(self, name: str) -> Floats2d:
+        """``DOC_TENSOR_MIXES[name]`` of the layers, computed once per Doc."""
+        cache = self.__dict__.setdefault("_mixed", {})
+        if name not in cache:
+            cache[name] = DOC_TENSOR_MIXES[name](self)
+        return cache[name]
+
 
 #: How ``Doc.tensor`` is filled from the layers (the component's ``doc_tensor``).
 DOC_TENSOR_MIXES: Dict[str, Callable[[ElmoDocData], Floats2d]] = {

@@ -4,7 +4,7 @@ It runs the biLM over each Doc (sentence by sentence, or in bounded windows),
 keeps every layer in ``doc._.elmo`` (:class:`~spacy_elmo.doc_data.ElmoDocData`)
 and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
 ``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
-methods read that tensor, so they are contextual: "bank" of a river and
+methods read that mix of ``doc._.elmo``, so they are contextual: "bank" of a river and
 "bank" that lends money get different vectors and a similarity below 1. Doc
 hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``, and Docs from
 ``nlp.pipe(n_process=2)`` have none); ``Doc.tensor`` is, and spaCy's own
@@ -13,8 +13,9 @@ Downstream components read the layers through ``spacy-elmo.ElmoListener.v1``,
 each with its own learned scalar mix.
 
 ``Doc.tensor`` is a shared slot: a ``tok2vec`` later in the pipeline overwrites
-it (put ``elmo`` before ``tok2vec`` when both are used; ELMo listeners read
-``doc._.elmo``, not the tensor).
+it (put ``elmo`` before ``tok2vec`` when both are used, as spaCy's tok2vec
+listeners read ``Doc.tensor`` at prediction time). The vector hooks still give
+ELMo's vectors then; ELMo listeners read ``doc._.elmo``, not the tensor.
 """
 from functools import partial
 from itertools import islice
@@ -26,7 +27,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
-from thinc.types import Floats1d, Floats3d
+from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import OptionsError
@@ -162,9 +163,9 @@ class ElmoComponent(TrainablePipe):
             data = ElmoDocData(layers=doc_layers)
             setattr(doc._, EXTENSION, data)
             if self.doc_tensor is not None:
-                doc.tensor = DOC_TENSOR_MIXES[self.doc_tensor](data)
+                doc.tensor = data.mixed(self.doc_tensor)
                 if self.vector_hooks:
-                    set_vector_hooks(doc)
+                    set_vector_hooks(doc, self.doc_tensor)
 
     # Training ------------------------------------------------------------------------
 
@@ -248,28 +249,40 @@ class ElmoComponent(TrainablePipe):
         raise NotImplementedError
 
 
-def set_vector_hooks(doc: Doc) -> None:
-    """Make token, span and Doc vectors and similarities read ``doc.tensor``."""
-    doc.user_token_hooks["vector"] = _token_vector
+def set_vector_hooks(doc: Doc, mix: str) -> None:
+    """Make token, span and Doc vectors and similarities contextual.
+
+    They read the ``mix`` of ``doc._.elmo`` (the same values as ``Doc.tensor``
+    right after this component), so a ``tok2vec`` that later overwrites
+    ``Doc.tensor`` does not change them; without ``doc._.elmo`` (dropped by
+    ``doc_cleaner``) they read ``Doc.tensor``.
+    """
+    token_vector, span_vector = partial(_token_vector, mix=mix), partial(_span_vector, mix=mix)
+    doc.user_token_hooks["vector"] = token_vector
     doc.user_token_hooks["has_vector"] = _has_vector
-    doc.user_span_hooks["vector"] = _span_vector
+    doc.user_span_hooks["vector"] = span_vector
     doc.user_span_hooks["has_vector"] = _has_vector
-    doc.user_hooks["vector"] = _span_vector
+    doc.user_hooks["vector"] = span_vector
     doc.user_hooks["has_vector"] = _has_vector
     for hooks in (doc.user_token_hooks, doc.user_span_hooks, doc.user_hooks):
         hooks["similarity"] = _cosine_similarity
 
 
-def _token_vector(token) -> Floats1d:
-    return token.doc.tensor[token.i]
+def _contextual_vectors(doc: Doc, mix: str) -> Floats2d:
+    data = doc._.get(EXTENSION)
+    return doc.tensor if data is None else data.mixed(mix)
 
 
-def _span_vector(span) -> Floats1d:
+def _token_vector(token, mix: str) -> Floats1d:
+    return _contextual_vectors(token.doc, mix)[token.i]
+
+
+def _span_vector(span, mix: str) -> Floats1d:
     """The mean of the span's (or Doc's) token vectors; zeros when empty."""
-    tensor = span.doc.tensor
+    vectors = _contextual_vectors(span.doc, mix)
     if len(span) == 0:
-        return tensor[:1].sum(axis=0) * 0
-    rows = tensor[span.start : span.end] if hasattr(span, "start") else tensor
+        return vectors[:1].sum(axis=0) * 0
+    rows = vectors[span.start : span.end] if hasattr(span, "start") else vectors
     return rows.mean(axis=0)
 
 
