@@ -8,7 +8,7 @@ direction 1 reads it reversed; both share the packing plan.
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -113,8 +113,9 @@ class BiLstmStack(nn.Module):
             ``(2, n_rows, projection_dim)``, and per layer the final state of every
             sequence (after its last step), in sorted order.
         """
+        masks = self._dropout_masks(inputs)
         if inputs.device.type != "cpu":
-            return self._run_directions(inputs, plan, initial_state, slice(0, 2))
+            return self._run_directions(inputs, plan, initial_state, slice(0, 2), masks)
         # On CPU each direction runs on its own: the per-step products then go
         # through the prepacked single-direction path. With two or more threads
         # the directions run concurrently, one core each, which uses the cores
@@ -138,6 +139,7 @@ class BiLstmStack(nn.Module):
                     None if initial_state is None
                     else [(h[direction : direction + 1], c[direction : direction + 1]) for h, c in initial_state],
                     slice(direction, direction + 1),
+                    None if masks is None else [m[direction : direction + 1] for m in masks],
                 )
 
         if in_threads:
@@ -154,20 +156,32 @@ class BiLstmStack(nn.Module):
         ]
         return outputs, states
 
+    def _dropout_masks(self, inputs: Tensor) -> Optional[List[Tensor]]:
+        """Per layer, the (scaled) dropout mask of its input, *Shape:* like ``inputs``.
+
+        Drawn here, before the directions go to their threads, so that a seeded
+        run draws the same masks every time.
+        """
+        if not (self.dropout and self.training):
+            return None
+        keep = 1.0 - self.dropout
+        return [torch.empty_like(inputs).bernoulli_(keep).div_(keep) for _ in range(self.n_layers)]
+
     def _run_directions(
         self,
         inputs: Tensor,
         plan: PackingPlan,
         initial_state: Optional[Sequence[LstmState]],
         directions: slice,
+        masks: Optional[List[Tensor]] = None,
     ) -> Tuple[List[Tensor], List[LstmState]]:
         """All layers for the directions in `directions` (inputs ``(k, n_rows, P)``)."""
         outputs: List[Tensor] = []
         final_states: List[LstmState] = []
         layer_input = inputs
         for layer in range(self.n_layers):
-            if self.dropout and self.training:
-                layer_input = nn.functional.dropout(layer_input, self.dropout, True)
+            if masks is not None:
+                layer_input = layer_input * masks[layer]
             hidden, state = self._run_layer(
                 layer, layer_input, plan,
                 None if initial_state is None else initial_state[layer], directions,
@@ -196,13 +210,17 @@ class BiLstmStack(nn.Module):
         steps: List[Tensor] = []
         finished_h: List[Tensor] = []
         finished_c: List[Tensor] = []
-        chunk_end, gate_inputs, chunk_start = 0, inputs, 0
+        chunk_end = 0
+        step_gate_inputs: Iterator[Tensor] = iter(())
         n_steps = len(plan.batch_sizes)
         for t, (n, offset) in enumerate(zip(plan.batch_sizes, plan.offsets)):
             if offset >= chunk_end:
-                chunk_start, chunk_end = offset, self._chunk_end(plan, t)
-                gate_inputs = self._matmul(bias, inputs[:, chunk_start:chunk_end], w_input, (layer, directions.start, 2))
-            gates = gate_inputs[:, offset - chunk_start : offset - chunk_start + n]
+                chunk_end, chunk_steps = self._chunk_end(plan, t)
+                chunk = self._matmul(bias, inputs[:, offset:chunk_end], w_input, (layer, directions.start, 2))
+                # Split once: a slice per step would make backward zero-fill a
+                # chunk-sized gradient at every step (28% of a training step).
+                step_gate_inputs = iter(chunk.split(plan.batch_sizes[t : t + chunk_steps], dim=1))
+            gates = next(step_gate_inputs)
             if h is not None:
                 gates = self._matmul(gates, h[:, :n], w_hidden, (layer, directions.start, 0))
             sigmoid = torch.sigmoid(gates[:, :, : 3 * hidden_size])
@@ -244,15 +262,16 @@ class BiLstmStack(nn.Module):
         return _affine(add, x, weight)
 
     @staticmethod
-    def _chunk_end(plan: PackingPlan, first_step: int) -> int:
-        """End row of the input-projection chunk that starts at `first_step`."""
+    def _chunk_end(plan: PackingPlan, first_step: int) -> Tuple[int, int]:
+        """End row and number of steps of the input-projection chunk at `first_step`."""
         start = plan.offsets[first_step]
-        end = start
+        end, n_steps = start, 0
         for n in plan.batch_sizes[first_step:]:
             if end > start and end - start + n > _INPUT_CHUNK_ROWS:
                 break
             end += n
-        return end
+            n_steps += 1
+        return end, n_steps
 
 
 def _affine(bias: Optional[Tensor], x: Tensor, weight: Tensor) -> Tensor:

@@ -135,3 +135,17 @@ def test_prepacked_weights_follow_parameter_updates(fixture_bilm):
     plain = _encode(fixture_bilm, batch).layers
     assert not torch.allclose(before, after)
     torch.testing.assert_close(after, plain, rtol=0, atol=1e-6)
+
+
+def test_dropout_is_reproducible_with_directions_in_threads():
+    bilm = ElmoBiLM(NAMED_SIZES["fixture"]).train()
+    bilm.lstm.dropout = 0.3
+    bilm.lstm.parallel_directions = True
+    char_ids = batch_to_char_ids([["a", "b", "c", "d"], ["e", "f"]])
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        runs.append(bilm(char_ids).layers.detach())
+    torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)
+    bilm.eval()
+    assert not torch.allclose(bilm(char_ids).layers, runs[0])
