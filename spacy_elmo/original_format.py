@@ -109,32 +109,40 @@ def load_bilm(weights: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM
     :param weights: the `.hdf5` file or a directory holding it and `options.json`.
     :param options: the `options.json`, when it is not beside the weights.
     """
-    import h5py
-
     weights_path, options_path = resolve_paths(weights, options)
     bilm_options = read_options(options_path)
-    try:
-        handle = h5py.File(weights_path, "r")
-    except OSError as err:
-        raise WeightsError(f"{weights_path}: not a readable HDF5 file ({err})") from None
-    with handle:
-        arrays = {}
-        for name, shape in expected_shapes(bilm_options).items():
-            if name not in handle or not isinstance(handle[name], h5py.Dataset):
-                raise WeightsError(
-                    f"{weights_path}: missing dataset '{name}' (expected shape {shape} "
-                    f"from {options_path})"
-                )
-            dataset = handle[name]
-            if tuple(dataset.shape) != shape:
-                raise WeightsError(
-                    f"{weights_path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
-                    f"but {options_path} implies {shape}"
-                )
-            arrays[name] = numpy.asarray(dataset[...], dtype=numpy.float32)
+    arrays = read_hdf5_arrays(weights_path, expected_shapes(bilm_options), f"from {options_path}")
     bilm = ElmoBiLM(bilm_options)
     set_original_arrays(bilm, arrays)
     return bilm
+
+
+def read_hdf5_arrays(
+    path: PathLike, expected: Dict[str, Tuple[int, ...]], why: str
+) -> Dict[str, numpy.ndarray]:
+    """Read the datasets `expected` (name -> shape) as float32 arrays.
+
+    A missing dataset or a wrong shape raises `WeightsError` naming the file, the
+    dataset and both shapes; `why` says where the expected shapes come from.
+    """
+    import h5py
+
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as err:
+        raise WeightsError(f"{path}: not a readable HDF5 file ({err})") from None
+    arrays = {}
+    with handle:
+        for name, shape in expected.items():
+            if name not in handle or not isinstance(handle[name], h5py.Dataset):
+                raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} {why})")
+            actual = tuple(handle[name].shape)
+            if actual != shape:
+                raise WeightsError(
+                    f"{path}: dataset '{name}' has shape {actual}, but {why} it should be {shape}"
+                )
+            arrays[name] = numpy.asarray(handle[name][...], dtype=numpy.float32)
+    return arrays
 
 
 def set_original_arrays(bilm: ElmoBiLM, arrays: Dict[str, numpy.ndarray]) -> None:

@@ -77,7 +77,7 @@ def test_wrong_shape_names_dataset_and_both_shapes(reference_dir, tmp_path):
     options = json.loads((model / "options.json").read_text())
     options["lstm"]["dim"] = 32
     (model / "options.json").write_text(json.dumps(options))
-    with pytest.raises(WeightsError, match=r"'RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0' has shape \(32, 256\), but .* implies \(32, 128\)"):
+    with pytest.raises(WeightsError, match=r"'RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0' has shape \(32, 256\), but from .*options.json it should be \(32, 128\)"):
         load_bilm(model / "lm_weights.hdf5")
 
 

@@ -13,7 +13,7 @@ import numpy
 import torch
 from torch import Tensor, nn
 
-from ..errors import WeightsError
+from ..original_format import read_hdf5_arrays
 from ..util import atomic_output_path
 
 SOFTMAX_NAME = "softmax.hdf5"
@@ -151,25 +151,10 @@ def save_softmax(softmax: LMSoftmax, path: Union[str, Path]) -> None:
 
 def load_softmax(path: Union[str, Path], *, vocab_size: int, dim: int) -> LMSoftmax:
     """Read a softmax written by :func:`save_softmax`, checking it fits the vocabulary and biLM."""
-    import h5py
-
-    path = Path(path)
-    try:
-        handle = h5py.File(path, "r")
-    except OSError as err:
-        raise WeightsError(f"{path}: not a readable HDF5 file ({err})") from None
-    with handle:
-        expected = {"softmax/W": (vocab_size, dim), "softmax/b": (vocab_size,)}
-        arrays = {}
-        for name, shape in expected.items():
-            if name not in handle:
-                raise WeightsError(f"{path}: missing dataset '{name}'")
-            if tuple(handle[name].shape) != shape:
-                raise WeightsError(
-                    f"{path}: dataset '{name}' has shape {tuple(handle[name].shape)}, expected "
-                    f"{shape} (vocabulary of {vocab_size} words, projection dim {dim})"
-                )
-            arrays[name] = numpy.asarray(handle[name][...], dtype=numpy.float32)
+    expected = {"softmax/W": (vocab_size, dim), "softmax/b": (vocab_size,)}
+    arrays = read_hdf5_arrays(
+        path, expected, f"for a vocabulary of {vocab_size} words and projection dim {dim}"
+    )
     softmax = LMSoftmax(vocab_size, dim)
     with torch.no_grad():
         softmax.weight.copy_(torch.from_numpy(arrays["softmax/W"]))
