@@ -35,19 +35,20 @@ UNER = """# newdoc id = doc-1
 
 """
 
+# Synthetic lines in the CoNLL-2003 layout (the real corpus is research-only).
 CONLL = """-DOCSTART- -X- -X- O
 
-EU NNP B-NP B-ORG
-rejects VBZ B-VP O
-German JJ B-NP B-MISC
+Acme NNP B-NP B-ORG
+hires VBZ B-VP O
+Danish JJ B-NP B-MISC
 
-Peter NNP B-NP B-PER
-Blackburn NNP I-NP I-PER
+Ada NNP B-NP B-PER
+Lovelace NNP I-NP I-PER
 
 -DOCSTART- -X- -X- O
 
-Leeds NNP B-NP I-ORG
-won VBD B-VP O
+Globex NNP B-NP I-ORG
+grew VBD B-VP O
 """
 
 
@@ -72,8 +73,8 @@ def test_convert_conll_splits_on_docstart_and_reads_iob1(tmp_path: Path):
     source.write_text(CONLL, encoding="utf8")
     assert convert.convert(source, tmp_path / "x.spacy", layout="conll", n_sents=1) == (3, 3, 4)
     docs = read_docs(tmp_path / "x.spacy")
-    assert [t.text for t in docs[0]] == ["EU", "rejects", "German"]  # no -DOCSTART- token
-    assert [(e.text, e.label_) for e in docs[2].ents] == [("Leeds", "ORG")]  # IOB1: I- opens an entity
+    assert [t.text for t in docs[0]] == ["Acme", "hires", "Danish"]  # no -DOCSTART- token
+    assert [(e.text, e.label_) for e in docs[2].ents] == [("Globex", "ORG")]  # IOB1: I- opens an entity
 
 
 def test_convert_conllu_writes_the_named_file(tmp_path: Path):
