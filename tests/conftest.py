@@ -15,6 +15,30 @@ def _require(path: Path) -> Path:
     return path
 
 
+@pytest.fixture()
+def one_torch_thread():
+    """Tiny models run fastest (and reproducibly) on one thread, also on a busy machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_cli(capsys, monkeypatch, *args):
+    """Run `spacy-elmo ARGS` in-process through `main`; (exit code, stdout, stderr)."""
+    import sys
+
+    from spacy_elmo.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["spacy-elmo", *map(str, args)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    return exit_info.value.code or 0, captured.out, captured.err
+
+
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     """../shared/fixtures/elmo_reference (skips when absent)."""

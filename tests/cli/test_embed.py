@@ -11,10 +11,12 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.cli import main
+
 from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
 from spacy_elmo.embedder import ElmoEmbedder
 from spacy_elmo.original_format import save_bilm
+
+from ..conftest import run_cli
 
 SENTENCES = [
     "The cat sat on the mat .",
@@ -42,12 +44,7 @@ def reference(fixture_bilm):
 
 
 def run_embed(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
-    """Run `spacy-elmo embed ARGS` in-process through `main`; (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["spacy-elmo", "embed", *map(str, args)])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    return exit_info.value.code or 0, captured.out, captured.err
+    return run_cli(capsys, monkeypatch, "embed", *args)
 
 
 def write_lines(path: Path, lines: Sequence[str]) -> Path:

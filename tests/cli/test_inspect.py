@@ -1,5 +1,4 @@
 """`spacy-elmo inspect PIPELINE`: the learned layer weights of each component."""
-import sys
 from pathlib import Path
 from typing import Tuple
 
@@ -7,9 +6,10 @@ import numpy
 import pytest
 import spacy
 
-from spacy_elmo.cli import main
+
 from spacy_elmo.cli.inspect import layer_mixes
 
+from ..conftest import run_cli
 from ..pipeline.util import elmo_nlp, train
 
 
@@ -23,11 +23,7 @@ def trained_dir(allennlp_model_dir, tmp_path_factory) -> Path:
 
 
 def run_inspect(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["spacy-elmo", "inspect", *map(str, args)])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    return exit_info.value.code or 0, captured.out, captured.err
+    return run_cli(capsys, monkeypatch, "inspect", *args)
 
 
 def test_prints_weights_and_gamma_per_component(trained_dir, capsys, monkeypatch):

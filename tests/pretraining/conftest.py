@@ -2,16 +2,11 @@
 from pathlib import Path
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest (and reproducibly) on one thread, also on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_torch_thread(one_torch_thread):
+    """Every pretraining test runs on one torch thread (see tests/conftest.py)."""
 
 
 @pytest.fixture(scope="session")
