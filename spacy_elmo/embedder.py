@@ -57,7 +57,7 @@ class ElmoEmbedder:
             if not window:
                 return
             results: List[Optional[numpy.ndarray]] = [None] * len(window)
-            for indices in self._batches(window):
+            for indices in self.length_sorted_batches(window):
                 layers = self.embed_batch([window[i] for i in indices])
                 for i, array in zip(indices, layers):
                     results[i] = array
@@ -70,7 +70,9 @@ class ElmoEmbedder:
             layers = self.bilm(char_ids).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
 
-    def _batches(self, window: Sequence[Sentence]) -> Iterator[List[int]]:
+    def length_sorted_batches(self, window: Sequence[Sentence]) -> Iterator[List[int]]:
+        """Indices of `window` in batches of similar length, longest first, within
+        `batch_size` sentences and `max_batch_tokens` padded tokens."""
         order = sorted(range(len(window)), key=lambda i: len(window[i]), reverse=True)
         batch: List[int] = []
         for i in order:

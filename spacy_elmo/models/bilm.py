@@ -144,7 +144,7 @@ def bilm_forward(
 
     # Training: one forward pass per group of spans, kept for the backward pass.
     passes = []
-    for group in embedder._batches([segment.words for segment in segments]):
+    for group in embedder.length_sorted_batches([segment.words for segment in segments]):
         char_ids = batch_to_char_ids([segments[i].words for i in group]).to(shim.device)
         bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs={}), is_train)
         layers = torch2xp(bilm_output.layers, ops=ops)
