@@ -20,6 +20,8 @@ PathLike = Union[str, Path]
 OPTIONS_NAME = "options.json"
 WEIGHTS_NAME = "weights.hdf5"
 
+# Datasets under these names belong to the biLM (a file may hold others, e.g. a softmax).
+_MODEL_GROUPS = ("char_embed", "CNN", "RNN_")
 # Column blocks: the files hold i, j, f, o; the model keeps i, f, o, j.
 _FILE_TO_MODEL_GATES = (0, 2, 3, 1)
 _MODEL_TO_FILE_GATES = (0, 3, 1, 2)
@@ -111,19 +113,26 @@ def load_bilm(weights: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM
     """
     weights_path, options_path = resolve_paths(weights, options)
     bilm_options = read_options(options_path)
-    arrays = read_hdf5_arrays(weights_path, expected_shapes(bilm_options), f"from {options_path}")
+    arrays = read_hdf5_arrays(
+        weights_path, expected_shapes(bilm_options), f"from {options_path}", refuse_others_under=_MODEL_GROUPS
+    )
     bilm = ElmoBiLM(bilm_options)
     set_original_arrays(bilm, arrays)
     return bilm
 
 
 def read_hdf5_arrays(
-    path: PathLike, expected: Dict[str, Tuple[int, ...]], why: str
+    path: PathLike, expected: Dict[str, Tuple[int, ...]], why: str, *, refuse_others_under: Tuple[str, ...] = ()
 ) -> Dict[str, numpy.ndarray]:
     """Read the datasets `expected` (name -> shape) as float32 arrays.
 
-    A missing dataset or a wrong shape raises `WeightsError` naming the file, the
-    dataset and both shapes; `why` says where the expected shapes come from.
+    A dataset whose name starts with one of `refuse_others_under` but that is not
+    expected (a third LSTM layer when the options say two) raises `WeightsError`:
+    the options do not describe the file.
+
+    A missing, unreadable or non-finite dataset or a wrong shape raises
+    `WeightsError` naming the file, the dataset (and both shapes); `why` says where
+    the expected shapes come from.
     """
     import h5py
 
@@ -133,6 +142,16 @@ def read_hdf5_arrays(
         raise WeightsError(f"{path}: not a readable HDF5 file ({err})") from None
     arrays = {}
     with handle:
+        if refuse_others_under:
+            names: list = []
+            handle.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+            unused = [n for n in names if n.startswith(refuse_others_under) and n not in expected]
+            if unused:
+                more = f" and {len(unused) - 1} more" if len(unused) > 1 else ""
+                raise WeightsError(
+                    f"{path}: dataset '{unused[0]}'{more} is not part of the biLM {why} "
+                    f"(do the options' lstm.n_layers, char_cnn.filters and char_cnn.n_highway match the file?)"
+                )
         for name, shape in expected.items():
             if name not in handle or not isinstance(handle[name], h5py.Dataset):
                 raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} {why})")
@@ -141,7 +160,17 @@ def read_hdf5_arrays(
                 raise WeightsError(
                     f"{path}: dataset '{name}' has shape {actual}, but {why} it should be {shape}"
                 )
-            arrays[name] = numpy.asarray(handle[name][...], dtype=numpy.float32)
+            try:
+                array = numpy.asarray(handle[name][...], dtype=numpy.float32)
+            except OSError as err:
+                raise WeightsError(f"{path}: dataset '{name}' cannot be read ({err}); the file is damaged") from None
+            if not numpy.isfinite(array).all():
+                n_bad = int(array.size - numpy.isfinite(array).sum())
+                raise WeightsError(
+                    f"{path}: dataset '{name}' holds {n_bad} non-finite value(s) (NaN or inf); "
+                    f"the file is damaged or comes from a diverged training run"
+                )
+            arrays[name] = array
     return arrays
 
 

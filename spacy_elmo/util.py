@@ -1,26 +1,148 @@
-"""Small helpers shared by the commands."""
+"""Small helpers shared by the commands: safe output files, stopping on SIGTERM."""
 import contextlib
 import os
+import re
+import signal
 import tempfile
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Any, Iterable, Iterator, Optional, Union
+
+from .errors import SpacyElmoError
+
+PathLike = Union[str, Path]
 
 
 @contextlib.contextmanager
-def atomic_output_path(path: Union[str, Path]) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it to `path` only on success."""
+def atomic_output_path(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it to `path` only on success.
+
+    The temporary name is ``.NAME.PID-RANDOM.tmp``: a run killed before its
+    ``finally`` (SIGKILL) leaves it behind, and :func:`remove_stale_temp_files`
+    recognises it by the dead process id.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         yield tmp
+        raise_if_terminated()  # never publish an output after a stop request
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+_terminated_by: Optional[int] = None
+
+
+@contextlib.contextmanager
+def stopping_on_sigterm() -> Iterator[None]:
+    """Inside, SIGTERM stops the process as Ctrl-C does (KeyboardInterrupt), so that
+    `finally` blocks remove temporary files and training says where to resume."""
+    global _terminated_by
+    _terminated_by = None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def raise_if_terminated() -> None:
+    """Raise KeyboardInterrupt if SIGTERM arrived. Python drops an exception that a
+    signal handler raises inside a weakref callback or ``__del__``; long loops call
+    this so such a stop request is not lost."""
+    if _terminated_by is not None:
+        raise KeyboardInterrupt(f"stopped by signal {_terminated_by}")
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    global _terminated_by
+    _terminated_by = signum
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)-[^.]+\.tmp$")
+
+
+def remove_stale_temp_files(directory: PathLike, names: Iterable[str] = ()) -> int:
+    """Delete the temporary files of :func:`atomic_output_path` in `directory`
+    whose process is gone (a run killed while writing). With `names`, only those
+    of the outputs so named. Returns how many were removed."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return 0
+    wanted = tuple(f".{name}." for name in names)
+    removed = 0
+    for candidate in directory.iterdir():
+        match = _TEMP_NAME.match(candidate.name)
+        if match is None or (wanted and not candidate.name.startswith(wanted)):
+            continue
+        if _process_alive(int(match.group(1))) or not candidate.is_file():
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            candidate.unlink()
+            removed += 1
+    return removed
+
+
+def check_output_file(path: PathLike, *, inputs: Iterable[PathLike] = (), what: str = "Output") -> None:
+    """Fail early (before any work) when `path` cannot become a new output file:
+    it is one of `inputs` (also through links), a directory, or its directory
+    cannot be created or written."""
+    path = Path(path)
+    if path.is_dir():
+        raise SpacyElmoError(f"{what} path is a directory: {path} (give a file name, e.g. {path / 'embeddings.hdf5'})")
+    for source in inputs:
+        if _same_file(path, Path(source)):
+            raise SpacyElmoError(
+                f"{what} path {path} is the input {source}: refusing to overwrite it (give another output path)"
+            )
+    _check_can_create_in(path.parent, what=what, target=path)
+
+
+def check_output_dir(path: PathLike, *, what: str = "Output directory") -> None:
+    """Fail early when `path` cannot be (or become) a writable directory."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SpacyElmoError(f"{what} {path} is a file, not a directory (give a directory path)")
+    _check_can_create_in(path, what=what, target=path)
+
+
+def _check_can_create_in(directory: Path, *, what: str, target: Path) -> None:
+    existing = directory.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise SpacyElmoError(f"{what} {target}: {existing} is a file, not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".spacy-elmo-probe-", dir=existing)
+    except OSError as err:
+        raise SpacyElmoError(f"{what} {target}: cannot write in {existing} ({err.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _umask() -> int:

@@ -83,7 +83,7 @@ def test_wrong_shape_names_dataset_and_both_shapes(reference_dir, tmp_path):
 
 @pytest.mark.parametrize(
     "content,message",
-    [("{not json", "not valid JSON"), ('{"lstm": {}}', "missing or invalid option"),
+    [("{not json", "not valid JSON"), ('{"lstm": {}}', "missing option char_cnn.activation"),
      ('{"lstm": {"dim": 4, "n_layers": 1}, "char_cnn": {"activation": "gelu"}}', "activation")],
 )
 def test_bad_options(reference_dir, tmp_path, content, message):
@@ -91,6 +91,64 @@ def test_bad_options(reference_dir, tmp_path, content, message):
     (model / "options.json").write_text(content)
     with pytest.raises(OptionsError, match=message):
         load_bilm(model / "lm_weights.hdf5")
+
+
+@pytest.mark.parametrize(
+    "section,key,value,message",
+    [
+        ("lstm", "n_layers", 0, "lstm.n_layers must be at least 1, got 0"),
+        ("lstm", "n_layers", -2, "lstm.n_layers must be at least 1, got -2"),
+        ("lstm", "dim", None, "missing option lstm.dim"),
+        ("lstm", "dim", "wide", "lstm.dim must be a number, got 'wide'"),
+        ("lstm", "projection_dim", 1.5, "lstm.projection_dim must be a whole number, got 1.5"),
+        ("char_cnn", "n_highway", -1, "char_cnn.n_highway must be at least 0, got -1"),
+        ("char_cnn", "activation", "gelu", "char_cnn.activation must be 'relu' or 'tanh', got 'gelu'"),
+    ],
+)
+def test_invalid_option_values_name_their_key_once(reference_dir, tmp_path, section, key, value, message):
+    model = _copy_fixture(reference_dir, tmp_path)
+    options = json.loads((model / "options.json").read_text())
+    if value is None:
+        del options[section][key]
+    else:
+        options[section][key] = value
+    (model / "options.json").write_text(json.dumps(options))
+    with pytest.raises(OptionsError) as error:
+        load_bilm(model / "lm_weights.hdf5")
+    text = str(error.value)
+    assert text == f"{model / 'options.json'}: {message}"
+    assert "Error(" not in text  # the message does not quote itself
+
+
+def test_options_with_fewer_layers_than_the_weights_are_refused(reference_dir, tmp_path):
+    model = _copy_fixture(reference_dir, tmp_path)
+    options = json.loads((model / "options.json").read_text())
+    options["lstm"]["n_layers"] = 1
+    (model / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightsError, match=r"dataset 'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/B' and 5 more is not part of the biLM"):
+        load_bilm(model / "lm_weights.hdf5")
+
+
+def test_non_finite_weights_name_the_dataset(reference_dir, tmp_path):
+    model = _copy_fixture(reference_dir, tmp_path)
+    with h5py.File(model / "lm_weights.hdf5", "a") as handle:
+        values = handle["char_embed"][...]
+        values[3, 1] = numpy.nan
+        values[7, 0] = numpy.inf
+        handle["char_embed"][...] = values
+    with pytest.raises(WeightsError, match=r"dataset 'char_embed' holds 2 non-finite value\(s\) \(NaN or inf\)"):
+        load_bilm(model)
+
+
+def test_random_bytes_over_the_middle_of_the_file_are_detected(reference_dir, tmp_path):
+    model = _copy_fixture(reference_dir, tmp_path)
+    weights = model / "lm_weights.hdf5"
+    data = bytearray(weights.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 20_000] = numpy.random.default_rng(0).bytes(20_000)
+    weights.write_bytes(bytes(data))
+    with pytest.raises(WeightsError, match=r"lm_weights.hdf5: dataset '[^']+' (holds \d+ non-finite|cannot be read)"):
+        load_bilm(model)
 
 
 def test_missing_and_unreadable_files(reference_dir, tmp_path):

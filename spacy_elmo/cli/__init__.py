@@ -4,6 +4,7 @@ import sys
 import typer
 
 from ..errors import SpacyElmoError
+from ..util import stopping_on_sigterm
 
 app = typer.Typer(
     name="spacy-elmo", add_completion=False, no_args_is_help=True,
@@ -25,7 +26,8 @@ from . import init_config, pretrain  # noqa: E402,F401
 def main() -> None:
     """Run the CLI; library errors print as one clear line instead of a traceback."""
     try:
-        app()
+        with stopping_on_sigterm():  # kill, a scheduler or torchrun stop a command as Ctrl-C does
+            app()
     except SpacyElmoError as err:
         typer.secho(f"✘ {err}", fg=typer.colors.RED, err=True)
         sys.exit(1)

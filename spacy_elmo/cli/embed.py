@@ -18,8 +18,8 @@ import typer
 from . import app
 from ..embedder import ElmoEmbedder
 from ..errors import InputError, SpacyElmoError
-from ..original_format import load_bilm
-from ..util import atomic_output_path
+from ..original_format import load_bilm, resolve_paths
+from ..util import atomic_output_path, check_output_file, raise_if_terminated, remove_stale_temp_files
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 # Below this many lines a run takes seconds, and a progress bar is only noise.
@@ -57,10 +57,12 @@ def embed_command(
     if top and average:
         raise typer.BadParameter("give at most one of --top and --average", param_hint="--top/--average")
     _check_input(input_path)
-    _check_output(output_path)
+    weights_path, options_path = resolve_paths(weights, options)
+    check_output_file(output_path, inputs=(input_path, weights_path, options_path))
+    remove_stale_temp_files(output_path.parent, [output_path.name])
     device = _device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
-    bilm = load_bilm(weights, options)
+    bilm = load_bilm(weights_path, options_path)
     embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device)
     if empty_lines:
         dim = bilm.options.output_dim
@@ -112,6 +114,7 @@ def write_embeddings(
                 layers = layers[-1]
             elif average:
                 layers = layers.mean(axis=0)
+            raise_if_terminated()
             handle.create_dataset(str(index), data=layers, dtype="float32")
             if text:
                 sentence_to_index[text] = str(index)
@@ -160,13 +163,6 @@ def _check_input(path: Path) -> None:
         raise InputError(f"Input file not found: {path}")
     if not path.is_file():
         raise InputError(f"Input path is not a file: {path}")
-
-
-def _check_output(path: Path) -> None:
-    if path.is_dir():
-        raise SpacyElmoError(
-            f"Output path is a directory: {path} (give a file name, e.g. {path / 'embeddings.hdf5'})"
-        )
 
 
 def _device(gpu_id: int) -> torch.device:

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.distributed as dist
+from confection import Config
 from torch import Tensor, nn
 from wasabi import msg
 
@@ -25,12 +26,13 @@ from ..models.pytorch.bilm import ElmoBiLM
 from ..models.pytorch.char_ids import batch_to_char_ids
 from ..models.pytorch.options import BiLMOptions
 from ..original_format import load_bilm, save_bilm
-from ..util import atomic_output_path
+from ..util import atomic_output_path, check_output_dir, raise_if_terminated, remove_stale_temp_files
 from .checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from .config import OptimizerConfig, PretrainConfig
+from ..errors import InputError
 from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, batches_by_tokens, resolve_corpus_files
 from .errors import CheckpointError, ConfigError, TrainingError
-from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, plot_perplexity
+from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, perplexity, plot_perplexity
 from .objective import BiLMLanguageModel, n_predictions, target_ids
 from .softmax import SOFTMAX_NAME, LMSoftmax, LogUniformSampler, load_softmax, save_softmax
 from .vocab import Vocabulary
@@ -42,6 +44,8 @@ CONFIG_NAME = "config.cfg"
 STATS_NAME = "corpus_stats.json"
 PathLike = Union[str, Path]
 
+# A mean loss this many times log(vocabulary size) (a uniform guess's) means the run diverged.
+DIVERGENCE_FACTOR = 10
 # Rows of the full softmax evaluated at once, times the vocabulary size (bounds eval memory).
 _EVAL_LOGITS_PER_CHUNK = 1 << 24
 
@@ -214,8 +218,8 @@ class Trainer:
             dist.all_reduce(totals)
         nll_forward, nll_backward, n_tokens = totals.tolist()
         n_tokens = max(n_tokens, 1.0)
-        forward = math.exp(nll_forward / n_tokens)
-        backward = math.exp(nll_backward / n_tokens)
+        forward = perplexity(nll_forward, n_tokens)
+        backward = perplexity(nll_backward, n_tokens)
         return {
             "dev_loss": (nll_forward + nll_backward) / (2 * n_tokens),
             "dev_perplexity_forward": forward,
@@ -345,6 +349,11 @@ class PretrainRun:
             if processes.is_main:
                 self.metrics.truncate_after(progress.step)
         max_steps = self._max_steps(stats)
+        if progress.step > max_steps:
+            raise ConfigError(
+                f"--resume: the run in {self.output_dir} is at step {progress.step}, past training.max_steps "
+                f"({max_steps}); give a larger training.max_steps to train on"
+            )
         self.say(
             f"Training {_describe(model, vocab, trainer)} for {max_steps} steps of "
             f"{config.training.tokens_per_step} tokens on {processes.world_size} process(es), {trainer.device}"
@@ -355,6 +364,9 @@ class PretrainRun:
     # -- setup ---------------------------------------------------------------------------
 
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
+        check_output_dir(self.output_dir)
+        if self.processes.is_main:
+            remove_stale_temp_files(self.output_dir)  # left by a run killed while saving
         if self.resume:
             checkpoint = load_checkpoint(self.checkpoint_path)
             saved = checkpoint.get("sections")
@@ -367,6 +379,7 @@ class PretrainRun:
                     f"--resume: the config's [{'], ['.join(changed)}] differ from the run in "
                     f"{self.output_dir}; resume with the same model, vocab and softmax settings"
                 )
+            self._check_same_corpus(checkpoint)
             if len(checkpoint["processes"]) != self.processes.world_size:
                 raise CheckpointError(
                     f"{self.checkpoint_path} was written by {len(checkpoint['processes'])} process(es); "
@@ -381,6 +394,24 @@ class PretrainRun:
         if self.processes.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         return None
+
+    def _check_same_corpus(self, checkpoint: Dict[str, Any]) -> None:
+        """A checkpoint's read position only means something in the corpus it was read from."""
+        saved = str(Config().from_str(checkpoint["config"])["corpus"]["train"])
+        now = self.config.corpus.train
+        if saved == now:
+            return
+        try:
+            same = [p.resolve() for p in resolve_corpus_files(saved, setting="corpus.train")] == [
+                p.resolve() for p in self.train_files
+            ]
+        except InputError:
+            same = False
+        if not same:
+            raise ConfigError(
+                f"--resume: corpus.train is {now}, but the run in {self.output_dir} was trained on {saved}; "
+                f"resume with the same corpus (its read position is saved), or start a new run elsewhere"
+            )
 
     def _vocabulary(
         self, checkpoint: Optional[Dict[str, Any]], dev: Optional[List[Sentence]]
@@ -568,6 +599,7 @@ class PretrainRun:
         last_checkpoint = progress.step
         try:
             while progress.step < max_steps:
+                raise_if_terminated()
                 result = trainer.train_step(stream.next_batch())
                 progress.add(result)
                 if not result.finite:
@@ -582,6 +614,7 @@ class PretrainRun:
                             loss=f"{record['train_loss']:.3f}", ppl=f"{record['train_perplexity']:.1f}",
                             tok_s=f"{record['tokens_per_second']:.0f}",
                         )
+                    self._check_divergence(record["train_loss"], len(vocab), step, last_checkpoint)
                 paused = time.perf_counter()
                 if dev is not None and (step % training.eval_every == 0 or step == max_steps):
                     last_dev = self._evaluate(trainer, dev, progress, n_train_tokens)
@@ -618,6 +651,19 @@ class PretrainRun:
             record = {"kind": "dev", "step": progress.step, "epoch": progress.epoch(n_train_tokens), **result}
             self.metrics.append(record)
         return result
+
+    def _check_divergence(self, loss: float, vocab_size: int, step: int, last_checkpoint: int) -> None:
+        """Stop a run whose loss is far above a uniform guess over the vocabulary:
+        it has diverged (its perplexity saturates) and more steps cannot repair it."""
+        limit = DIVERGENCE_FACTOR * math.log(vocab_size)
+        if loss > limit:
+            optimizer = self.config.optimizer
+            raise TrainingError(
+                f"Training diverged at step {step}: the loss per token is {loss:.3g}, over {DIVERGENCE_FACTOR}x "
+                f"that of a uniform guess over the vocabulary ({math.log(vocab_size):.2f}); lower "
+                f"optimizer.learn_rate (now {optimizer.learn_rate:g}) or training.grad_clip and start again "
+                f"({f'the last checkpoint is from step {last_checkpoint}' if last_checkpoint else 'no checkpoint was saved'})"
+            )
 
     def _non_finite(self, progress: "_Progress") -> None:
         limit = self.config.training.max_nonfinite_steps
@@ -683,8 +729,8 @@ class _Progress:
         self.elapsed += seconds
         self.tokens_seen += int(tokens)
         tokens = max(tokens, 1.0)
-        forward = math.exp(min(nll_forward / tokens, 700.0))
-        backward = math.exp(min(nll_backward / tokens, 700.0))
+        forward = perplexity(nll_forward, tokens)
+        backward = perplexity(nll_backward, tokens)
         record = {
             "kind": "train",
             "step": self.step,

@@ -340,3 +340,105 @@ def test_progress_bar_on_long_input_without_tty(tmp_path, capsys, monkeypatch, w
     with h5py.File(tmp_path / "out.hdf5", "r") as handle:
         assert len(handle) == n_lines + 1
         assert handle[str(n_lines - 1)].shape == (3, 1, 32)
+
+
+@pytest.mark.parametrize("which", ["same file", "symlink", "hard link", "weights", "options"])
+def test_an_output_that_is_an_input_is_refused(tmp_path, capsys, monkeypatch, allennlp_model_dir, which):
+    model = tmp_path / "model"
+    shutil.copytree(allennlp_model_dir, model, ignore=shutil.ignore_patterns("derived", "*embeddings*"))
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES)
+    output_path = {
+        "same file": input_path, "symlink": tmp_path / "link.txt", "hard link": tmp_path / "hard.txt",
+        "weights": model / "lm_weights.hdf5", "options": model / "options.json",
+    }[which]
+    if which == "symlink":
+        output_path.symlink_to(input_path)
+    elif which == "hard link":
+        output_path.hardlink_to(input_path)
+    before = {p: p.read_bytes() for p in [input_path, model / "lm_weights.hdf5", model / "options.json"]}
+    code, out, err = run_embed(capsys, monkeypatch, input_path, output_path, "--weights", model)
+    assert code == 1
+    assert f"Output path {output_path} is the input" in one_message(out + err)
+    assert "refusing to overwrite it" in one_message(out + err)
+    assert {p: p.read_bytes() for p in before} == before
+
+
+@pytest.mark.parametrize("where", ["under a file", "proc"])
+def test_an_impossible_output_location_fails_before_any_work(tmp_path, capsys, monkeypatch, weights_file, where):
+    import spacy_elmo.cli.embed as embed_module
+
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES)
+    output_path = input_path / "out.hdf5" if where == "under a file" else Path("/proc/spacy-elmo-test/out.hdf5")
+    if where == "proc" and not Path("/proc").is_dir():
+        pytest.skip("no /proc")
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the output location was checked")
+
+    monkeypatch.setattr(embed_module, "load_bilm", no_model)
+    code, out, err = run_embed(capsys, monkeypatch, input_path, output_path, "--weights", weights_file)
+    message = one_message(out + err)
+    assert code == 1
+    assert message.startswith(f"✘ Output {output_path}:")
+    expected = f"{input_path} is a file, not a directory" if where == "under a file" else "cannot write in /proc"
+    assert expected in message
+    assert "Traceback" not in message
+
+
+def test_non_finite_weights_stop_embed_without_output(tmp_path, capsys, monkeypatch, allennlp_model_dir):
+    model = tmp_path / "model"
+    shutil.copytree(allennlp_model_dir, model, ignore=shutil.ignore_patterns("derived", "*embeddings*"))
+    with h5py.File(model / "lm_weights.hdf5", "a") as handle:
+        handle["char_embed"][0, 0] = numpy.nan
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES)
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", model)
+    assert code == 1
+    assert "dataset 'char_embed' holds 1 non-finite value(s)" in one_message(out + err)
+    assert "Wrote" not in out
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def _dead_pid() -> int:
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(finished.stdout)
+
+
+def test_stale_temp_files_of_the_output_are_removed(tmp_path, capsys, monkeypatch, weights_file):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES)
+    dead = _dead_pid()
+    stale = tmp_path / f".out.hdf5.{dead}-abcd1234.tmp"
+    stale.write_bytes(b"half an output of a killed run")
+    other = tmp_path / f".other.hdf5.{dead}-abcd1234.tmp"  # not this run's output: kept
+    other.write_bytes(b"x")
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 0, out + err
+    assert not stale.exists()
+    assert other.exists()
+
+
+def test_sigterm_removes_the_temp_file_and_publishes_nothing(tmp_path, weights_file):
+    import signal
+    import time
+
+    input_path = write_lines(tmp_path / "in.txt", ["the cat sat on the mat"] * 100_000)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spacy_elmo", "embed", str(input_path), str(out_dir / "out.hdf5"),
+         "--weights", str(weights_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out_dir.glob(".out.hdf5.*.tmp")):
+            assert time.monotonic() < deadline and process.poll() is None, "no temp file appeared"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode != 0, output
+    assert "Wrote" not in output
+    assert list(out_dir.iterdir()) == []

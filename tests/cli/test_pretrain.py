@@ -127,3 +127,28 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
     assert f"Resuming from step {resumed_from}" in result.stdout
     steps = [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
     assert steps == list(range(1, final_step + 1))
+    assert not list(output_dir.glob(".*.tmp"))  # a write cut short by the kill is cleaned up on resume
+
+
+def test_sigterm_stops_like_ctrl_c_and_leaves_no_temp_files(tmp_path, tiny_text):
+    config_path = tmp_path / "pretrain.cfg"
+    config_path.write_text(default_config_text(size="fixture"), encoding="utf8")
+    output_dir = tmp_path / "out"
+    args = [
+        sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir),
+        "--paths.train", str(tiny_text), "--training.max_steps", "100000", "--training.checkpoint_every", "5", *FAST,
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (output_dir / "checkpoint.pt").exists():
+            assert time.monotonic() < deadline and process.poll() is None, "no checkpoint within 120 s"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode != 0
+    assert "--resume continues from step" in output
+    assert not list(output_dir.glob(".*.tmp"))

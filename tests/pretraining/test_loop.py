@@ -251,3 +251,61 @@ def test_bad_corpus_paths_and_empty_corpora(tmp_path, tiny_text):
         pretrain(fast_config(tmp_path / "empty.txt"), tmp_path / "out")
     with pytest.raises(TrainingError, match=r"corpus.dev: no sentences in .*empty.txt"):
         pretrain(fast_config(tiny_text, tmp_path / "empty.txt"), tmp_path / "out2")
+
+
+def test_a_diverging_run_saturates_its_perplexities_and_stops(tmp_path, tiny_text):
+    config = fast_config(
+        tiny_text, tiny_text, optimizer__name="adam", optimizer__learn_rate=1e6, training__max_steps=30,
+        training__log_every=4, training__eval_every=2,
+    )
+    with pytest.raises(TrainingError, match=r"Training diverged at step 4: the loss per token is .*lower optimizer.learn_rate \(now 1e\+06\)"):
+        pretrain(config, tmp_path / "out")
+    dev = _records(tmp_path / "out", "dev")
+    assert dev and dev[-1]["step"] == 2
+    assert math.isinf(dev[-1]["dev_perplexity_forward"]) and math.isinf(dev[-1]["dev_perplexity"])
+    assert not (tmp_path / "out" / "weights.hdf5").exists()  # nothing diverged is exported
+
+
+def test_resume_refuses_another_corpus_or_a_step_limit_already_passed(tmp_path, tiny_text):
+    output_dir = tmp_path / "out"
+    pretrain(fast_config(tiny_text, training__max_steps=6, training__checkpoint_every=6), output_dir)
+    other = tmp_path / "other.txt"
+    other.write_text(tiny_text.read_text(encoding="utf8"), encoding="utf8")
+    with pytest.raises(ConfigError, match=r"--resume: corpus.train is .*other.txt, but the run in .* was trained on .*data.txt"):
+        pretrain(fast_config(other, training__max_steps=10), output_dir, resume=True)
+    with pytest.raises(ConfigError, match=r"--resume: the run in .* is at step 6, past training.max_steps \(4\)"):
+        pretrain(fast_config(tiny_text, training__max_steps=4), output_dir, resume=True)
+    # The same corpus through another spelling of its path resumes.
+    link = tmp_path / "link.txt"
+    link.symlink_to(tiny_text)
+    assert pretrain(fast_config(link, training__max_steps=8), output_dir, resume=True)["step"] == 8
+
+
+def test_starting_or_resuming_removes_stale_temp_files(tmp_path, tiny_text):
+    import subprocess
+    import sys
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout)
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    stale = [output_dir / f".{name}.{dead}-x1y2z3.tmp" for name in ("checkpoint.pt", "weights.hdf5")]
+    for path in stale:
+        path.write_bytes(b"left by a killed run")
+    pretrain(fast_config(tiny_text, training__max_steps=2, training__checkpoint_every=2), output_dir)
+    assert not any(path.exists() for path in stale)
+    for path in stale:
+        path.write_bytes(b"left by a killed run")
+    pretrain(fast_config(tiny_text, training__max_steps=3), output_dir, resume=True)
+    assert not any(path.exists() for path in stale)
+    assert not list(output_dir.glob(".*.tmp"))
+
+
+def test_an_output_directory_that_is_a_file_is_refused(tmp_path, tiny_text):
+    from spacy_elmo.errors import SpacyElmoError
+
+    (tmp_path / "out").write_text("not a directory")
+    with pytest.raises(SpacyElmoError, match=r"Output directory .*out is a file, not a directory"):
+        pretrain(fast_config(tiny_text), tmp_path / "out")
+    with pytest.raises(SpacyElmoError, match=r"Output directory .*out/run: .*out is a file, not a directory"):
+        pretrain(fast_config(tiny_text), tmp_path / "out" / "run")
+    assert (tmp_path / "out").read_text() == "not a directory"

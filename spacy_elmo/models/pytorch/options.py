@@ -50,49 +50,53 @@ class BiLMOptions:
 
     @classmethod
     def from_dict(cls, options: Dict[str, Any], *, source: str = "options") -> "BiLMOptions":
-        try:
-            lstm = options["lstm"]
-            cnn = options["char_cnn"]
-            activation = cnn["activation"]
-            if activation not in ("relu", "tanh"):
-                raise OptionsError(
-                    f"{source}: char_cnn.activation must be 'relu' or 'tanh', got {activation!r}"
-                )
-            filters = tuple((int(width), int(count)) for width, count in cnn["filters"])
-            max_chars = int(cnn.get("max_characters_per_token", 50))
-            if max_chars != 50:
-                raise OptionsError(
-                    f"{source}: char_cnn.max_characters_per_token must be 50 (the "
-                    f"character-id layout), got {max_chars}"
-                )
-            if not filters or any(width < 1 or width > max_chars or count < 1 for width, count in filters):
-                raise OptionsError(f"{source}: invalid char_cnn.filters {cnn['filters']!r}")
-            known = {
-                "lstm": {"dim", "projection_dim", "n_layers", "cell_clip", "proj_clip", "use_skip_connections"},
-                "char_cnn": {"embedding", "filters", "n_highway", "activation", "n_characters", "max_characters_per_token"},
-            }
-            extra = {k: v for k, v in options.items() if k not in known}
-            for section, keys in known.items():
-                rest = {k: v for k, v in options[section].items() if k not in keys}
-                if rest:
-                    extra[section] = rest
-            return cls(
-                char_embedding_dim=int(cnn["embedding"]["dim"]),
-                filters=filters,
-                n_highway=int(cnn["n_highway"]),
-                activation=activation,
-                n_characters=int(cnn.get("n_characters", 262)),
-                max_characters_per_token=max_chars,
-                lstm_dim=int(lstm["dim"]),
-                projection_dim=int(lstm.get("projection_dim", lstm["dim"])),
-                n_layers=int(lstm["n_layers"]),
-                cell_clip=_optional_float(lstm.get("cell_clip")),
-                proj_clip=_optional_float(lstm.get("proj_clip")),
-                use_skip_connections=bool(lstm.get("use_skip_connections", False)),
-                extra=extra,
+        """Read the `options.json` layout; a missing or invalid value raises
+        `OptionsError` naming `source` and the key (``lstm.dim``)."""
+        get = _OptionReader(options, source)
+        activation = get("char_cnn.activation", str)
+        if activation not in ("relu", "tanh"):
+            raise OptionsError(f"{source}: char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
+        max_chars = get("char_cnn.max_characters_per_token", int, default=50)
+        if max_chars != 50:
+            raise OptionsError(
+                f"{source}: char_cnn.max_characters_per_token must be 50 (the "
+                f"character-id layout), got {max_chars}"
             )
-        except (KeyError, TypeError, ValueError) as err:
-            raise OptionsError(f"{source}: missing or invalid option ({err!r})") from None
+        raw_filters = get("char_cnn.filters", list)
+        try:
+            filters = tuple((int(width), int(count)) for width, count in raw_filters)
+        except (TypeError, ValueError):
+            filters = ()
+        if not filters or any(width < 1 or width > max_chars or count < 1 for width, count in filters):
+            raise OptionsError(
+                f"{source}: invalid char_cnn.filters {raw_filters!r} (expected [[width, count], ...] "
+                f"with 1 <= width <= {max_chars} and count >= 1)"
+            )
+        lstm_dim = get("lstm.dim", int, minimum=1)
+        known = {
+            "lstm": {"dim", "projection_dim", "n_layers", "cell_clip", "proj_clip", "use_skip_connections"},
+            "char_cnn": {"embedding", "filters", "n_highway", "activation", "n_characters", "max_characters_per_token"},
+        }
+        extra = {k: v for k, v in options.items() if k not in known}
+        for section, keys in known.items():
+            rest = {k: v for k, v in options[section].items() if k not in keys}
+            if rest:
+                extra[section] = rest
+        return cls(
+            char_embedding_dim=get("char_cnn.embedding.dim", int, minimum=1),
+            filters=filters,
+            n_highway=get("char_cnn.n_highway", int, minimum=0),
+            activation=activation,
+            n_characters=get("char_cnn.n_characters", int, default=262, minimum=2),
+            max_characters_per_token=max_chars,
+            lstm_dim=lstm_dim,
+            projection_dim=get("lstm.projection_dim", int, default=lstm_dim, minimum=1),
+            n_layers=get("lstm.n_layers", int, minimum=1),
+            cell_clip=get("lstm.cell_clip", float, default=None, minimum=0),
+            proj_clip=get("lstm.proj_clip", float, default=None, minimum=0),
+            use_skip_connections=get("lstm.use_skip_connections", bool, default=False),
+            extra=extra,
+        )
 
     def to_dict(self) -> Dict[str, Any]:
         """The `options.json` layout, including the keys kept in `extra`."""
@@ -120,8 +124,40 @@ class BiLMOptions:
         return options
 
 
-def _optional_float(value: Any) -> Optional[float]:
-    return None if value is None else float(value)
+_MISSING = object()
+
+
+class _OptionReader:
+    """Reads dotted keys (``lstm.dim``) of an options dict with type and range checks."""
+
+    def __init__(self, options: Dict[str, Any], source: str) -> None:
+        self.options = options
+        self.source = source
+
+    def __call__(self, key: str, kind: type, *, default: Any = _MISSING, minimum: Optional[float] = None) -> Any:
+        value: Any = self.options
+        parts = key.split(".")
+        for depth, part in enumerate(parts):
+            if not isinstance(value, dict):
+                where = ".".join(parts[:depth]) or "the options"
+                raise OptionsError(f"{self.source}: {where} must be an object, got {value!r}")
+            value = value.get(part, _MISSING)
+            if value is _MISSING:
+                break
+        if value is _MISSING or (value is None and default is None):
+            if default is _MISSING:
+                raise OptionsError(f"{self.source}: missing option {key}")
+            return default
+        if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise OptionsError(f"{self.source}: {key} must be a number, got {value!r}")
+        if kind is int and value != int(value):
+            raise OptionsError(f"{self.source}: {key} must be a whole number, got {value!r}")
+        if kind in (str, list, bool) and not isinstance(value, kind):
+            raise OptionsError(f"{self.source}: {key} must be a {kind.__name__}, got {value!r}")
+        value = kind(value)
+        if minimum is not None and value < minimum:
+            raise OptionsError(f"{self.source}: {key} must be at least {minimum}, got {value!r}")
+        return value
 
 
 def _options(
