@@ -24,7 +24,8 @@ import torch
 
 from spacy_elmo.pretraining.config import default_config_text, parse_config
 from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
-from spacy_elmo.pretraining.loop import Processes, Trainer, build_model
+from spacy_elmo.pretraining.processes import Processes
+from spacy_elmo.pretraining.trainer import Trainer, build_model
 from spacy_elmo.pretraining.objective import n_predictions
 from spacy_elmo.pretraining.vocab import SPECIAL_TOKENS, Vocabulary
 

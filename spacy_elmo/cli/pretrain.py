@@ -31,7 +31,7 @@ def pretrain_cli(
     Multi-GPU: torchrun --nproc_per_node=K -m spacy_elmo pretrain CONFIG OUTPUT_DIR
     """
     from ..pretraining.config import load_config
-    from ..pretraining.loop import pretrain
+    from ..pretraining.run import pretrain
 
     overrides = parse_config_overrides(ctx.args)
     config = load_config(config_path, overrides)

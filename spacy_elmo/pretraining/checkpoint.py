@@ -1,4 +1,5 @@
-"""Training checkpoints: one file, written atomically, loaded with clear errors."""
+"""Training checkpoints: one file, written atomically, loaded with clear errors; the
+state of every process (data position, random state, running sums) goes in it."""
 import pickle
 import zipfile
 from pathlib import Path
@@ -7,7 +8,12 @@ from typing import Any, Dict, Union
 import torch
 
 from ..util import atomic_output_path
+from .config import PretrainConfig
+from .corpus import BatchStream
 from .errors import CheckpointError
+from .progress import Progress
+from .trainer import Trainer
+from .vocab import Vocabulary
 
 CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "spacy-elmo.pretrain-checkpoint.v1"
@@ -39,3 +45,52 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     if missing:
         raise CheckpointError(f"{path}: incomplete checkpoint (missing {', '.join(missing)})")
     return state
+
+
+def save_training_state(
+    path: Union[str, Path], *, trainer: Trainer, stream: BatchStream, progress: Progress,
+    config: PretrainConfig, vocab: Vocabulary,
+) -> None:
+    """Gather every process's data position, random state and running sums to the
+    main process, which writes them with the model and optimizer to `path`."""
+    local = {
+        "stream": stream.state_dict(),
+        "sampler": trainer.sampler.state_dict() if trainer.sampler is not None else None,
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state(trainer.device) if trainer.device.type == "cuda" else None,
+        "progress": progress.local_state(),
+    }
+    states = trainer.processes.gather_to_main(local)
+    if trainer.processes.is_main:
+        save_checkpoint(
+            {
+                "step": progress.step,
+                "model": trainer.model.state_dict(),
+                "optimizer": trainer.optimizer.state_dict(),
+                "options": trainer.model.bilm.options.to_dict(),
+                "processes": states,
+                "shared": progress.shared_state(),
+                "config": config.to_str(),
+                "sections": config.model_sections(),
+                "vocab": vocab.fingerprint(),
+            },
+            path,
+        )
+
+
+def restore_training_state(
+    checkpoint: Dict[str, Any], path: Union[str, Path], *, trainer: Trainer, stream: BatchStream, progress: Progress
+) -> None:
+    """Put this process's part of `checkpoint` (read from `path`) back in place."""
+    try:
+        trainer.optimizer.load_state_dict(checkpoint["optimizer"])
+        local = checkpoint["processes"][trainer.processes.rank]
+        stream.load_state_dict(local["stream"])
+        if trainer.sampler is not None:
+            trainer.sampler.load_state_dict(local["sampler"])
+        torch.set_rng_state(local["torch_rng"])
+        if trainer.device.type == "cuda" and local["cuda_rng"] is not None:
+            torch.cuda.set_rng_state(local["cuda_rng"], trainer.device)
+        progress.load(checkpoint["step"], checkpoint["shared"], local["progress"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"{path}: cannot restore the training state ({err!r})") from None

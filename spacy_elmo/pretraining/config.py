@@ -9,6 +9,7 @@ from confection import Config, ConfigValidationError
 
 from ..models.pytorch.options import NAMED_SIZES, BiLMOptions
 from ..errors import OptionsError
+from .corpus import FORMATS
 from .errors import ConfigError
 
 DEFAULT_CONFIG = """\
@@ -246,7 +247,7 @@ _SECTIONS = {
     "optimizer": OptimizerConfig, "training": TrainingConfig,
 }
 _CHOICES = {
-    ("corpus", "format"): ("auto", "text", "jsonl", "spacy"),
+    ("corpus", "format"): ("auto", *FORMATS),
     ("softmax", "kind"): ("auto", "full", "sampled"),
     ("optimizer", "name"): ("adagrad", "adam"),
     ("training", "precision"): ("auto", "bf16", "fp32"),

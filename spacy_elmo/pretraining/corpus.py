@@ -119,8 +119,6 @@ class TextSplitter:
     """
 
     def __init__(self, *, tokenizer: str = "en", split_sentences: bool = False, max_window: int = 100) -> None:
-        if max_window < 1:
-            raise ConfigError(f"corpus.max_window must be at least 1, got {max_window}")
         self.max_window = max_window
         self.whitespace = tokenizer == WHITESPACE_TOKENIZER
         self.sentencizer = None
@@ -208,8 +206,6 @@ class CorpusReader:
         shard_files: bool = True,
         name: str = "corpus",
     ) -> None:
-        if fmt != "auto" and fmt not in FORMATS:
-            raise ConfigError(f"corpus.format must be 'auto' or one of {', '.join(FORMATS)}, got {fmt!r}")
         self.files = list(files)
         self.splitter = splitter
         self.fmt = fmt
@@ -290,8 +286,6 @@ class BatchStream:
         self, reader: CorpusReader, *, tokens_per_batch: int, shuffle_buffer: int = 20000,
         sort_window: int = 32, seed: int = 0,
     ) -> None:
-        if tokens_per_batch < 1 or shuffle_buffer < 1 or sort_window < 1:
-            raise ConfigError("tokens per batch, shuffle_buffer and sort_window must be positive")
         self.reader = reader
         self.tokens_per_batch = tokens_per_batch
         self.shuffle_buffer = shuffle_buffer

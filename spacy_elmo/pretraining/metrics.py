@@ -1,7 +1,6 @@
 """The metrics log (`metrics.jsonl`) and its perplexity plot."""
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -11,13 +10,6 @@ logger = logging.getLogger(__name__)
 
 METRICS_NAME = "metrics.jsonl"
 PLOT_NAME = "perplexity.png"
-
-
-def perplexity(nll: float, n_tokens: float) -> float:
-    """``exp(nll / n_tokens)``, saturating to ``inf`` where a diverged model's loss
-    would overflow a float."""
-    mean = nll / max(n_tokens, 1.0)
-    return math.exp(mean) if mean < 709.0 else math.inf
 
 
 class MetricsLog:

@@ -68,6 +68,10 @@ class ElmoBiLM(nn.Module):
     def n_output_layers(self) -> int:
         return self.options.n_output_layers
 
+    def set_dropout(self, rate: float) -> None:
+        """Dropout on the input of every LSTM layer in training mode (0 turns it off)."""
+        self.lstm.set_dropout(rate)
+
     @property
     def output_dim(self) -> int:
         return self.options.output_dim

@@ -97,6 +97,13 @@ class BiLstmStack(nn.Module):
     def n_layers(self) -> int:
         return len(self.biases)
 
+    def set_dropout(self, rate: float) -> None:
+        """Dropout on each layer's input in training mode; masks are drawn before
+        the directions go to their threads, so seeded runs repeat exactly."""
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {rate}")
+        self.dropout = rate
+
     def forward(
         self,
         inputs: Tensor,

@@ -12,11 +12,11 @@ import torch
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import BiLMOptions
 from spacy_elmo.original_format import load_bilm
-from spacy_elmo.pretraining import loop
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.errors import CheckpointError, ConfigError, TrainingError
-from spacy_elmo.pretraining.loop import build_model, pretrain, unigram_perplexity
+from spacy_elmo.pretraining.run import pretrain
+from spacy_elmo.pretraining.trainer import Trainer, build_model
 from spacy_elmo.pretraining.metrics import MetricsLog
 
 from .util import fast_config
@@ -70,19 +70,6 @@ def test_a_few_hundred_steps_lower_the_loss(trained):
     assert summary["step"] == 300 and summary["dev_perplexity"] == pytest.approx(end["dev_perplexity"])
     stats = json.loads((output_dir / "corpus_stats.json").read_text())
     assert end["dev_perplexity"] < stats["dev_unigram_perplexity"] < start["dev_perplexity"]
-
-
-def test_unigram_perplexity_by_hand():
-    from collections import Counter
-
-    from spacy_elmo.pretraining.vocab import Vocabulary
-
-    counts = Counter({"a": 3, "b": 1, "rare": 1})
-    vocab = Vocabulary.from_counts(counts, max_size=2)  # "rare" is outside: <UNK> has count 1
-    # 2 sentences in training: 5 words + 2 sentence ends = 7 predictions
-    got = unigram_perplexity(counts, 2, vocab, [["a", "zzz"], ["b"]])
-    probabilities = [3 / 7, 1 / 7, 2 / 7, 1 / 7, 2 / 7]  # a, zzz (<UNK>), </S>, b, </S>
-    assert got == pytest.approx(math.exp(-sum(map(math.log, probabilities)) / 5))
 
 
 def test_output_directory_layout(trained):
@@ -175,7 +162,7 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, 
     pretrain(fast_config(tiny_text, **settings), tmp_path / "straight")
 
     calls = {"n": 0}
-    original_step = loop.Trainer.train_step
+    original_step = Trainer.train_step
 
     def killed_at_step_8(self, batch):
         calls["n"] += 1
@@ -183,11 +170,11 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, 
             raise KeyboardInterrupt
         return original_step(self, batch)
 
-    monkeypatch.setattr(loop.Trainer, "train_step", killed_at_step_8)
+    monkeypatch.setattr(Trainer, "train_step", killed_at_step_8)
     with pytest.raises(KeyboardInterrupt):
         pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed")
     assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["step"] == 5
-    monkeypatch.setattr(loop.Trainer, "train_step", original_step)
+    monkeypatch.setattr(Trainer, "train_step", original_step)
     pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed", resume=True)
 
     expected = _records(tmp_path / "straight", "train")

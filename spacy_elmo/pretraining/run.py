@@ -1,40 +1,34 @@
-"""The pretraining run: processes, vocabulary, model, training steps, evaluation, checkpoints.
-
-One process on the CPU or one GPU needs nothing special; under ``torchrun`` every
-process trains a DistributedDataParallel replica on its own share of the corpus.
+"""One `pretrain` invocation, on every process: output directory, vocabulary,
+model, the training loop with evaluation and checkpoints, and the exported biLM.
 """
 import json
 import logging
 import math
-import os
 import time
 from collections import Counter
-from contextlib import nullcontext
-from dataclasses import dataclass
-from datetime import timedelta
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
-import torch.distributed as dist
 from confection import Config
-from torch import Tensor, nn
 from wasabi import msg
 
-from ..models.pytorch.bilm import ElmoBiLM
-from ..models.pytorch.char_ids import batch_to_char_ids
+from ..errors import InputError
 from ..models.pytorch.options import BiLMOptions
 from ..original_format import load_bilm, save_bilm
 from ..util import atomic_output_path, check_output_dir, raise_if_terminated, remove_stale_temp_files
-from .checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
-from .config import OptimizerConfig, PretrainConfig
-from ..errors import InputError
-from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, batches_by_tokens, resolve_corpus_files
+from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state
+from .config import PretrainConfig
+from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, resolve_corpus_files
 from .errors import CheckpointError, ConfigError, TrainingError
-from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, perplexity, plot_perplexity
-from .objective import BiLMLanguageModel, n_predictions, target_ids
-from .softmax import SOFTMAX_NAME, LMSoftmax, LogUniformSampler, load_softmax, save_softmax
+from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, plot_perplexity
+from .objective import BiLMLanguageModel
+from .processes import Processes, setup_processes, shutdown
+from .progress import Progress
+from .softmax import SOFTMAX_NAME, LMSoftmax, load_softmax, save_softmax
+from .statistics import corpus_stats, count_corpus, unigram_perplexity
+from .trainer import Trainer, build_model, language_model
 from .vocab import Vocabulary
 
 logger = logging.getLogger(__name__)
@@ -46,198 +40,6 @@ PathLike = Union[str, Path]
 
 # A mean loss this many times log(vocabulary size) (a uniform guess's) means the run diverged.
 DIVERGENCE_FACTOR = 10
-# Rows of the full softmax evaluated at once, times the vocabulary size (bounds eval memory).
-_EVAL_LOGITS_PER_CHUNK = 1 << 24
-
-
-@dataclass(frozen=True)
-class Processes:
-    """This process's place in the run: rank, number of processes, device."""
-
-    rank: int
-    world_size: int
-    device: torch.device
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-
-def setup_processes(gpu_id: Optional[int] = None) -> Processes:
-    """One process (CPU, or GPU `gpu_id`), or the process group `torchrun` describes.
-
-    Under torchrun every process uses GPU ``LOCAL_RANK`` when CUDA is available
-    (unless ``gpu_id`` is -1) and the CPU with the gloo backend otherwise.
-    """
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size > 1:
-        use_cuda = torch.cuda.is_available() and (gpu_id is None or gpu_id >= 0)
-        device = torch.device("cpu")
-        if use_cuda:
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-            torch.cuda.set_device(device)
-        if not dist.is_initialized():
-            dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(hours=2))
-        return Processes(dist.get_rank(), dist.get_world_size(), device)
-    if gpu_id is None or gpu_id < 0:
-        return Processes(0, 1, torch.device("cpu"))
-    if not torch.cuda.is_available() or gpu_id >= torch.cuda.device_count():
-        raise TrainingError(f"--gpu-id {gpu_id}: no such CUDA device (use -1 for the CPU)")
-    torch.cuda.set_device(gpu_id)
-    return Processes(0, 1, torch.device("cuda", gpu_id))
-
-
-@dataclass
-class StepResult:
-    """One optimizer step: summed NLL per direction *Shape:* ``(2,)``, tokens, finiteness."""
-
-    nll: Tensor
-    n_tokens: int
-    finite: bool
-    grad_norm: float
-
-
-def build_optimizer(config: OptimizerConfig, parameters) -> torch.optim.Optimizer:
-    parameters = list(parameters)
-    if config.name == "adagrad":
-        return torch.optim.Adagrad(
-            parameters, lr=config.learn_rate, initial_accumulator_value=config.initial_accumulator,
-            weight_decay=config.weight_decay,
-        )
-    return torch.optim.Adam(
-        parameters, lr=config.learn_rate, betas=(config.beta1, config.beta2), eps=config.eps,
-        weight_decay=config.weight_decay,
-    )
-
-
-def uses_sampled_softmax(config: PretrainConfig, vocab_size: int) -> bool:
-    kind = config.softmax.kind
-    sampled = kind == "sampled" or (kind == "auto" and vocab_size > config.softmax.max_full_vocab)
-    if sampled and config.softmax.n_negative_samples >= vocab_size:
-        raise ConfigError(
-            f"softmax.n_negative_samples ({config.softmax.n_negative_samples}) must be smaller than "
-            f"the vocabulary ({vocab_size} words); use softmax.kind = \"full\" for small vocabularies"
-        )
-    return sampled
-
-
-class Trainer:
-    """Training steps and held-out evaluation of a :class:`BiLMLanguageModel` on one process.
-
-    :param model: the language model; moved to the process's device.
-    """
-
-    def __init__(
-        self, model: BiLMLanguageModel, vocab: Vocabulary, config: PretrainConfig, processes: Processes
-    ) -> None:
-        self.processes = processes
-        self.device = processes.device
-        self.vocab = vocab
-        self.config = config
-        self.model = model.to(self.device)
-        self.sampler: Optional[LogUniformSampler] = None
-        if uses_sampled_softmax(config, len(vocab)):
-            self.sampler = LogUniformSampler(
-                len(vocab), config.softmax.n_negative_samples, seed=[config.seed, processes.rank, 1]
-            )
-        self.optimizer = build_optimizer(config.optimizer, self.model.parameters())
-        self.network: nn.Module = self.model
-        if processes.distributed:
-            self.network = nn.parallel.DistributedDataParallel(
-                self.model, device_ids=[self.device] if self.device.type == "cuda" else None,
-                broadcast_buffers=False,
-            )
-        precision = config.training.precision
-        self.autocast_dtype = (
-            torch.bfloat16 if precision == "bf16" or (precision == "auto" and self.device.type == "cuda") else None
-        )
-        if self.device.type == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
-
-    def _deterministic_dropout(self, training: bool) -> None:
-        # On CPU the biLM may run its two directions in two threads; their dropout
-        # masks would then come from the shared generator in a racy order, and a
-        # resumed run would no longer repeat the uninterrupted one.
-        lstm = self.model.bilm.lstm
-        if hasattr(lstm, "parallel_directions"):
-            lstm.parallel_directions = not (training and lstm.dropout > 0)
-
-    def autocast(self):
-        if self.autocast_dtype is None:
-            return nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
-
-    def train_step(self, batch: Sequence[Sentence]) -> StepResult:
-        """Forward, backward, clip and (when every process's loss is finite) update."""
-        self.model.train()
-        self._deterministic_dropout(True)
-        char_ids = batch_to_char_ids(batch).to(self.device, non_blocking=True)
-        targets = target_ids(batch, self.vocab).to(self.device, non_blocking=True)
-        candidates = self.sampler.sample().to(self.device) if self.sampler is not None else None
-        n_tokens = n_predictions(batch)
-        with self.autocast():
-            nll = self.network(char_ids, targets, candidates)
-        loss = nll.sum() / (2 * n_tokens)
-        (loss * self.config.training.gradient_scale).backward()
-        clip = self.config.training.grad_clip
-        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), clip if clip > 0 else math.inf)
-        finite = torch.isfinite(loss.detach()) & torch.isfinite(grad_norm)
-        if self.processes.distributed:
-            finite = finite.to(torch.int32)
-            dist.all_reduce(finite, op=dist.ReduceOp.MIN)
-        finite = bool(finite)
-        if finite:
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return StepResult(nll.detach(), n_tokens, finite, float(grad_norm))
-
-    @torch.no_grad()
-    def evaluate(self, sentences: Sequence[Sentence]) -> Dict[str, float]:
-        """Held-out perplexity with the full softmax, per direction and averaged (bilm-tf).
-
-        Every process scores its own sentences; the sums are combined across processes.
-        """
-        self.model.eval()
-        self._deterministic_dropout(False)
-        totals = torch.zeros(3, dtype=torch.float64, device=self.device)
-        chunk_rows = max(256, _EVAL_LOGITS_PER_CHUNK // len(self.vocab))
-        ordered = sorted(sentences, key=len)
-        for batch in batches_by_tokens(ordered, self.config.training.eval_tokens_per_batch):
-            char_ids = batch_to_char_ids(batch).to(self.device)
-            targets = target_ids(batch, self.vocab).to(self.device)
-            with self.autocast():
-                nll = self.model(char_ids, targets, chunk_rows=chunk_rows)
-            totals[:2] += nll.double()
-            totals[2] += n_predictions(batch)
-        if self.processes.distributed:
-            dist.all_reduce(totals)
-        nll_forward, nll_backward, n_tokens = totals.tolist()
-        n_tokens = max(n_tokens, 1.0)
-        forward = perplexity(nll_forward, n_tokens)
-        backward = perplexity(nll_backward, n_tokens)
-        return {
-            "dev_loss": (nll_forward + nll_backward) / (2 * n_tokens),
-            "dev_perplexity_forward": forward,
-            "dev_perplexity_backward": backward,
-            "dev_perplexity": (forward + backward) / 2,
-            "dev_tokens": int(n_tokens),
-        }
-
-
-def build_model(options: BiLMOptions, vocab_size: int, *, dropout: float) -> BiLMLanguageModel:
-    """A randomly initialised biLM and softmax (seed torch first for reproducibility)."""
-    bilm = ElmoBiLM(options)
-    return _language_model(bilm, LMSoftmax(vocab_size, options.projection_dim), dropout)
-
-
-def _language_model(bilm: ElmoBiLM, softmax: LMSoftmax, dropout: float) -> BiLMLanguageModel:
-    bilm.lstm.dropout = dropout
-    return BiLMLanguageModel(bilm, softmax, output_dropout=dropout)
 
 
 def export_model(model: BiLMLanguageModel, vocab: Vocabulary, output_dir: PathLike) -> None:
@@ -246,50 +48,6 @@ def export_model(model: BiLMLanguageModel, vocab: Vocabulary, output_dir: PathLi
     save_bilm(model.bilm, output_dir)
     save_softmax(model.softmax, output_dir / SOFTMAX_NAME)
     vocab.to_disk(output_dir / VOCAB_NAME)
-
-
-def count_corpus(sentences) -> Tuple[Counter, int, int]:
-    """Word counts, sentences and words of a sentence stream (the vocabulary pass)."""
-    counts: Counter = Counter()
-    n_sentences = n_words = 0
-    for sentence in sentences:
-        counts.update(sentence)
-        n_sentences += 1
-        n_words += len(sentence)
-    return counts, n_sentences, n_words
-
-
-def corpus_stats(counts: Counter, n_sentences: int, n_words: int, vocab: Vocabulary) -> Dict[str, Any]:
-    covered = sum(count for word, count in counts.items() if word in vocab)
-    return {
-        "n_sentences": n_sentences,
-        "n_words": n_words,
-        "n_tokens": n_words + n_sentences,
-        "n_distinct_words": len(counts),
-        "vocab_size": len(vocab),
-        "oov_rate": 1.0 - covered / max(n_words, 1),
-    }
-
-
-def unigram_perplexity(
-    counts: Counter, n_sentences: int, vocab: Vocabulary, sentences: Sequence[Sentence]
-) -> float:
-    """Held-out perplexity of the training text's unigram model: the baseline to beat.
-
-    Maximum likelihood over the same predictions as the biLM (words and one
-    sentence end each; words outside the vocabulary share `<UNK>`'s count);
-    a prediction never seen in training counts as seen once.
-    """
-    total = sum(counts.values()) + n_sentences
-    unknown = sum(count for word, count in counts.items() if word not in vocab)
-    log_total = math.log(total)
-    nll, n = -len(sentences) * (math.log(max(n_sentences, 1)) - log_total), len(sentences)
-    for sentence in sentences:
-        for word in sentence:
-            count = counts.get(word, 0) if word in vocab else unknown
-            nll -= math.log(max(count, 1)) - log_total
-        n += len(sentence)
-    return math.exp(nll / max(n, 1))
 
 
 class PretrainRun:
@@ -343,9 +101,10 @@ class PretrainRun:
             sort_window=config.training.sort_window, seed=[config.seed, processes.rank, 2],
         )
         torch.manual_seed(config.seed * 7919 + processes.rank + 1)  # dropout differs per process
-        progress = _Progress(device=trainer.device)
+        progress = Progress(device=trainer.device)
         if checkpoint is not None:
-            self._restore(checkpoint, trainer, stream, progress)
+            restore_training_state(checkpoint, self.checkpoint_path, trainer=trainer, stream=stream, progress=progress)
+            self.say(f"Resuming from step {checkpoint['step']}")
             if processes.is_main:
                 self.metrics.truncate_after(progress.step)
         max_steps = self._max_steps(stats)
@@ -439,27 +198,10 @@ class PretrainRun:
             name="corpus.train",
         )
         counted = count_corpus(reader.sentences())
-        if self.processes.distributed:
-            gathered: List[Any] = [None] * self.processes.world_size if self.processes.is_main else []
-            dist.gather_object(counted, gathered if self.processes.is_main else None, dst=0)
-            result: List[Any] = [None]
-            if self.processes.is_main:
-                counts: Counter = Counter()
-                for part_counts, _, _ in gathered:
-                    counts.update(part_counts)
-                counted = (counts, sum(g[1] for g in gathered), sum(g[2] for g in gathered))
-                try:
-                    result = [self._vocab_and_stats(counted, given, dev)]
-                except TrainingError as err:  # every process stops with the same message
-                    result = [err]
-            dist.broadcast_object_list(result, src=0)
-            if isinstance(result[0], TrainingError):
-                raise result[0]
-            words, stats = result[0]
-            vocab = Vocabulary(words)
-        else:
-            words, stats = self._vocab_and_stats(counted, given, dev)
-            vocab = Vocabulary(words)
+        words, stats = self.processes.decide_on_main(
+            counted, lambda parts: self._vocab_and_stats(_combine_counts(parts), given, dev)
+        )
+        vocab = Vocabulary(words)
         if self.processes.is_main:
             with atomic_output_path(stats_path) as tmp:
                 tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf8")
@@ -508,7 +250,7 @@ class PretrainRun:
         else:
             softmax = LMSoftmax(len(vocab), bilm.options.projection_dim)
             self.say(f"Continuing the biLM of {self.init_from} with a new softmax; [model] sizes come from its options.json")
-        return _language_model(bilm, softmax, dropout)
+        return language_model(bilm, softmax, dropout)
 
     def _max_steps(self, stats: Optional[Dict[str, Any]]) -> int:
         training = self.config.training
@@ -533,56 +275,18 @@ class PretrainRun:
 
     # -- checkpoints ------------------------------------------------------------------------
 
-    def _save(self, trainer: Trainer, stream: BatchStream, progress: "_Progress", vocab: Vocabulary) -> None:
-        local = {
-            "stream": stream.state_dict(),
-            "sampler": trainer.sampler.state_dict() if trainer.sampler is not None else None,
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state(trainer.device) if trainer.device.type == "cuda" else None,
-            "progress": progress.local_state(),
-        }
-        states = [local]
-        if self.processes.distributed:
-            states = [None] * self.processes.world_size if self.processes.is_main else []
-            dist.gather_object(local, states if self.processes.is_main else None, dst=0)
+    def _save(self, trainer: Trainer, stream: BatchStream, progress: Progress, vocab: Vocabulary) -> None:
+        save_training_state(
+            self.checkpoint_path, trainer=trainer, stream=stream, progress=progress, config=self.config, vocab=vocab
+        )
         if self.processes.is_main:
-            save_checkpoint(
-                {
-                    "step": progress.step,
-                    "model": trainer.model.state_dict(),
-                    "optimizer": trainer.optimizer.state_dict(),
-                    "options": trainer.model.bilm.options.to_dict(),
-                    "processes": states,
-                    "shared": progress.shared_state(),
-                    "config": self.config.to_str(),
-                    "sections": self.config.model_sections(),
-                    "vocab": vocab.fingerprint(),
-                },
-                self.checkpoint_path,
-            )
             export_model(trainer.model, vocab, self.output_dir)
-        if self.processes.distributed:
-            dist.barrier()
-
-    def _restore(self, checkpoint: Dict[str, Any], trainer: Trainer, stream: BatchStream, progress: "_Progress") -> None:
-        try:
-            trainer.optimizer.load_state_dict(checkpoint["optimizer"])
-            local = checkpoint["processes"][self.processes.rank]
-            stream.load_state_dict(local["stream"])
-            if trainer.sampler is not None:
-                trainer.sampler.load_state_dict(local["sampler"])
-            torch.set_rng_state(local["torch_rng"])
-            if trainer.device.type == "cuda" and local["cuda_rng"] is not None:
-                torch.cuda.set_rng_state(local["cuda_rng"], trainer.device)
-            progress.load(checkpoint["step"], checkpoint["shared"], local["progress"])
-        except (KeyError, TypeError, ValueError, RuntimeError) as err:
-            raise CheckpointError(f"{self.checkpoint_path}: cannot restore the training state ({err!r})") from None
-        self.say(f"Resuming from step {checkpoint['step']}")
+        self.processes.barrier()
 
     # -- the loop --------------------------------------------------------------------------
 
     def _train(
-        self, trainer: Trainer, stream: BatchStream, progress: "_Progress", vocab: Vocabulary,
+        self, trainer: Trainer, stream: BatchStream, progress: Progress, vocab: Vocabulary,
         stats: Optional[Dict[str, Any]], dev: Optional[List[Sentence]], max_steps: int,
     ) -> Dict[str, Any]:
         """Run steps up to `max_steps`; `dev` is None without held-out data (the same on every process)."""
@@ -645,7 +349,7 @@ class PretrainRun:
             msg.good(f"Saved the biLM to {self.output_dir} (step {progress.step})")
         return summary
 
-    def _evaluate(self, trainer: Trainer, dev: List[Sentence], progress: "_Progress", n_train_tokens) -> Dict[str, float]:
+    def _evaluate(self, trainer: Trainer, dev: List[Sentence], progress: Progress, n_train_tokens) -> Dict[str, float]:
         result = trainer.evaluate(dev)
         if self.processes.is_main:
             record = {"kind": "dev", "step": progress.step, "epoch": progress.epoch(n_train_tokens), **result}
@@ -665,7 +369,7 @@ class PretrainRun:
                 f"({f'the last checkpoint is from step {last_checkpoint}' if last_checkpoint else 'no checkpoint was saved'})"
             )
 
-    def _non_finite(self, progress: "_Progress") -> None:
+    def _non_finite(self, progress: Progress) -> None:
         limit = self.config.training.max_nonfinite_steps
         if self.processes.is_main:
             logger.warning(
@@ -677,97 +381,6 @@ class PretrainRun:
                 f"lower optimizer.learn_rate or training.grad_clip, or check the corpus. "
                 f"--resume continues from the last checkpoint"
             )
-
-
-class _Progress:
-    """Step counter and the running sums behind each log line (kept in checkpoints)."""
-
-    def __init__(self, *, device: torch.device) -> None:
-        self.device = device
-        self.step = 0
-        self.tokens_seen = 0  # all processes
-        self.nonfinite_run = 0
-        self.elapsed = 0.0
-        self._reset_interval()
-
-    def _reset_interval(self) -> None:
-        self.nll = torch.zeros(2, dtype=torch.float64, device=self.device)
-        self.tokens = 0
-        self.grad_norm = 0.0
-        self.steps = 0
-        self.skipped = 0
-        self.started = time.perf_counter()
-
-    def add(self, result: StepResult) -> None:
-        self.step += 1
-        self.steps += 1
-        if result.finite:
-            self.nll += result.nll.double()
-            self.tokens += result.n_tokens
-            self.grad_norm += result.grad_norm
-            self.nonfinite_run = 0
-        else:
-            self.skipped += 1
-            self.nonfinite_run += 1
-
-    def restart_clock(self) -> None:
-        self.started = time.perf_counter()
-
-    def exclude(self, seconds: float) -> None:
-        """Leave evaluation and checkpoint time out of the throughput."""
-        self.started += seconds
-
-    def epoch(self, n_train_tokens: Optional[int]) -> Optional[float]:
-        return self.tokens_seen / n_train_tokens if n_train_tokens else None
-
-    def log_record(self, processes: Processes, n_train_tokens: Optional[int], optimizer) -> Dict[str, Any]:
-        totals = torch.cat([self.nll, self.nll.new_tensor([self.tokens])])
-        if processes.distributed:
-            dist.all_reduce(totals)
-        nll_forward, nll_backward, tokens = totals.tolist()
-        seconds = time.perf_counter() - self.started
-        self.elapsed += seconds
-        self.tokens_seen += int(tokens)
-        tokens = max(tokens, 1.0)
-        forward = perplexity(nll_forward, tokens)
-        backward = perplexity(nll_backward, tokens)
-        record = {
-            "kind": "train",
-            "step": self.step,
-            "epoch": self.epoch(n_train_tokens),
-            "tokens": self.tokens_seen,
-            "train_loss": (nll_forward + nll_backward) / (2 * tokens),
-            "train_perplexity_forward": forward,
-            "train_perplexity_backward": backward,
-            "train_perplexity": (forward + backward) / 2,
-            "grad_norm": self.grad_norm / max(self.steps - self.skipped, 1),
-            "skipped_steps": self.skipped,
-            "learn_rate": optimizer.param_groups[0]["lr"],
-            "tokens_per_second": tokens / max(seconds, 1e-9),
-            "elapsed_seconds": self.elapsed,
-        }
-        self._reset_interval()
-        return record
-
-    def local_state(self) -> Dict[str, Any]:
-        return {
-            "nll": self.nll.cpu(), "tokens": self.tokens, "grad_norm": self.grad_norm,
-            "steps": self.steps, "skipped": self.skipped,
-        }
-
-    def shared_state(self) -> Dict[str, Any]:
-        return {"tokens_seen": self.tokens_seen, "nonfinite_run": self.nonfinite_run, "elapsed": self.elapsed}
-
-    def load(self, step: int, shared: Dict[str, Any], local: Dict[str, Any]) -> None:
-        self.step = step
-        self.tokens_seen = shared["tokens_seen"]
-        self.nonfinite_run = shared["nonfinite_run"]
-        self.elapsed = shared["elapsed"]
-        self.nll = local["nll"].to(self.device)
-        self.tokens = local["tokens"]
-        self.grad_norm = local["grad_norm"]
-        self.steps = local["steps"]
-        self.skipped = local["skipped"]
 
 
 def _describe(model: BiLMLanguageModel, vocab: Vocabulary, trainer: Trainer) -> str:
@@ -789,5 +402,12 @@ def pretrain(
     try:
         return PretrainRun(config, output_dir, processes, resume=resume, init_from=init_from).run()
     finally:
-        if processes.distributed and dist.is_initialized():
-            dist.destroy_process_group()
+        shutdown(processes)
+
+
+def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int, int]:
+    """The vocabulary pass's counts of every process, added up."""
+    counts: Counter = Counter()
+    for part_counts, _, _ in parts:
+        counts.update(part_counts)
+    return counts, sum(part[1] for part in parts), sum(part[2] for part in parts)

@@ -1,0 +1,105 @@
+"""Where this process trains (rank, number of processes, device) and the few
+collective operations a run needs. One process on the CPU or one GPU needs no
+process group; under ``torchrun`` every process joins one.
+"""
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Callable, List, Optional, TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from .errors import TrainingError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Processes:
+    """This process's place in the run: rank, number of processes, device."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def sum(self, tensor: Tensor) -> Tensor:
+        """Sum `tensor` over the processes, in place; returns it."""
+        if self.distributed:
+            dist.all_reduce(tensor)
+        return tensor
+
+    def all_true(self, flag: Tensor) -> bool:
+        """True when `flag` (a 0-d bool tensor) is true on every process."""
+        if self.distributed:
+            flag = flag.to(torch.int32)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag)
+
+    def gather_to_main(self, local: Any) -> Optional[List[Any]]:
+        """Every process's `local`, in rank order, on the main process; None elsewhere."""
+        if not self.distributed:
+            return [local]
+        gathered: Optional[List[Any]] = [None] * self.world_size if self.is_main else None
+        dist.gather_object(local, gathered, dst=0)
+        return gathered
+
+    def decide_on_main(self, local: Any, decide: Callable[[List[Any]], T]) -> T:
+        """Gather `local` to the main process, run `decide` on all of them there
+        and give its result to every process. An error `decide` raises is raised
+        on every process, so all stop with the same message."""
+        gathered = self.gather_to_main(local)
+        outcome: List[Any] = [None]
+        if self.is_main:
+            try:
+                outcome = [decide(gathered)]
+            except TrainingError as err:
+                outcome = [err]
+        if self.distributed:
+            dist.broadcast_object_list(outcome, src=0)
+        if isinstance(outcome[0], TrainingError):
+            raise outcome[0]
+        return outcome[0]
+
+    def barrier(self) -> None:
+        if self.distributed:
+            dist.barrier()
+
+
+def setup_processes(gpu_id: Optional[int] = None) -> Processes:
+    """One process (CPU, or GPU `gpu_id`), or the process group `torchrun` describes.
+
+    Under torchrun every process uses GPU ``LOCAL_RANK`` when CUDA is available
+    (unless ``gpu_id`` is -1) and the CPU with the gloo backend otherwise.
+    """
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size > 1:
+        use_cuda = torch.cuda.is_available() and (gpu_id is None or gpu_id >= 0)
+        device = torch.device("cpu")
+        if use_cuda:
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(hours=2))
+        return Processes(dist.get_rank(), dist.get_world_size(), device)
+    if gpu_id is None or gpu_id < 0:
+        return Processes(0, 1, torch.device("cpu"))
+    if not torch.cuda.is_available() or gpu_id >= torch.cuda.device_count():
+        raise TrainingError(f"--gpu-id {gpu_id}: no such CUDA device (use -1 for the CPU)")
+    torch.cuda.set_device(gpu_id)
+    return Processes(0, 1, torch.device("cuda", gpu_id))
+
+
+def shutdown(processes: Processes) -> None:
+    """Leave the process group (if any)."""
+    if processes.distributed and dist.is_initialized():
+        dist.destroy_process_group()
