@@ -4,6 +4,7 @@ Every stage keeps an explicit position instead of hidden generator state, so a
 :class:`BatchStream` can be checkpointed and resumed exactly, and a corpus far
 larger than memory is read one record at a time.
 """
+import contextlib
 import glob
 import json
 from dataclasses import asdict, dataclass
@@ -14,8 +15,8 @@ import numpy
 
 from ..errors import InputError
 from .errors import ConfigError
+from .token_cache import CachedRecord, Sentence, TokenCache
 
-Sentence = List[str]
 FORMATS = ("text", "jsonl", "spacy")
 WHITESPACE_TOKENIZER = "whitespace"
 
@@ -120,6 +121,7 @@ class TextSplitter:
 
     def __init__(self, *, tokenizer: str = "en", split_sentences: bool = False, max_window: int = 100) -> None:
         self.max_window = max_window
+        self.tokenizer = tokenizer
         self.whitespace = tokenizer == WHITESPACE_TOKENIZER
         self.sentencizer = None
         self.nlp = None
@@ -135,6 +137,11 @@ class TextSplitter:
                 ) from None
             if split_sentences:
                 self.sentencizer = self.nlp.add_pipe("sentencizer")
+
+    @property
+    def settings(self) -> str:
+        """What decides the sentences of a record (the token cache's key)."""
+        return json.dumps([self.tokenizer, self.sentencizer is not None, self.max_window])
 
     def __call__(self, record: Any) -> List[Sentence]:
         """:param record: a text string or a spaCy `Doc` (already tokenized)."""
@@ -189,7 +196,8 @@ class CorpusReader:
 
     With at least as many files as processes, each process reads whole files
     (a different share every epoch); otherwise every process reads all files
-    and keeps every ``world_size``-th record.
+    and keeps every ``world_size``-th record. With a `cache`, each file is
+    tokenized once (see :mod:`.token_cache`).
     """
 
     def __init__(
@@ -205,8 +213,10 @@ class CorpusReader:
         world_size: int = 1,
         shard_files: bool = True,
         name: str = "corpus",
+        cache: Optional[TokenCache] = None,
     ) -> None:
         self.files = list(files)
+        self.cache = cache
         self.splitter = splitter
         self.fmt = fmt
         self.text_field = text_field
@@ -250,17 +260,37 @@ class CorpusReader:
         record = position.record
         for index in range(position.file, len(files)):
             start, line = (position.offset, position.line) if index == position.file else (0, 0)
-            path = files[index]
+            for sentences, next_start, next_line in self._file_records(files[index], start, line, record):
+                record += 1
+                yield sentences, StreamPosition(position.epoch, index, next_start, next_line, record)
+            if index + 1 < len(files):
+                yield [], StreamPosition(position.epoch, index + 1, 0, 0, record)
+
+    def _file_records(self, path: Path, start: int, line: int, record: int) -> Iterator[CachedRecord]:
+        """Each record's sentences (none for another process's record) and the
+        position after it; from the token cache when `path` has one, else
+        tokenized here (and cached, when this reader reads the whole file)."""
+        cached = self.cache.records(path, start) if self.cache is not None else None
+        if cached is not None:
+            for sentences, next_start, next_line in cached:
+                yield (sentences if self._mine(record) else []), next_start, next_line
+                record += 1
+            return
+        whole_file = self.cache is not None and start == 0 and (self.shard_by_file or self.world_size == 1)
+        with self.cache.writer(path) if whole_file else contextlib.nullcontext() as add_to_cache:
+            record_start = start
             fmt = file_format(path, self.fmt)
             for content, next_start, next_line in read_records(
                 path, fmt, text_field=self.text_field, start=start, line=line
             ):
-                mine = self.shard_by_file or record % self.world_size == self.rank
-                record += 1
-                after = StreamPosition(position.epoch, index, next_start, next_line, record)
-                yield (self.splitter(content) if mine else []), after
-            if index + 1 < len(files):
-                yield [], StreamPosition(position.epoch, index + 1, 0, 0, record)
+                sentences = self.splitter(content) if self._mine(record) else []
+                if add_to_cache is not None:
+                    add_to_cache(record_start, (sentences, next_start, next_line))
+                yield sentences, next_start, next_line
+                record, record_start = record + 1, next_start
+
+    def _mine(self, record: int) -> bool:
+        return self.shard_by_file or record % self.world_size == self.rank
 
     def _empty_message(self) -> str:
         names = ", ".join(str(f) for f in self.files[:3]) + (" ..." if len(self.files) > 3 else "")

@@ -27,6 +27,7 @@ from .objective import BiLMLanguageModel
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
 from .softmax import SOFTMAX_NAME, LMSoftmax, load_softmax, save_softmax
+from .token_cache import TokenCache
 from .statistics import corpus_stats, count_corpus, unigram_perplexity
 from .trainer import Trainer, build_model, language_model
 from .vocab import Vocabulary
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 VOCAB_NAME = "vocab.txt"
 CONFIG_NAME = "config.cfg"
 STATS_NAME = "corpus_stats.json"
+TOKENIZED_DIR = "tokenized"  # the token cache: the training text, tokenized once
 PathLike = Union[str, Path]
 
 # A mean loss this many times log(vocabulary size) (a uniform guess's) means the run diverged.
@@ -73,6 +75,9 @@ class PretrainRun:
             tokenizer=corpus.tokenizer, split_sentences=corpus.split_sentences, max_window=corpus.max_window
         )
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")
+        self.token_cache = TokenCache(
+            self.output_dir / TOKENIZED_DIR, json.dumps([self.splitter.settings, corpus.format, corpus.text_field])
+        )
         self.dev_files = resolve_corpus_files(corpus.dev, setting="corpus.dev") if corpus.dev else []
 
     def say(self, text: str) -> None:
@@ -96,6 +101,7 @@ class PretrainRun:
             CorpusReader(
                 self.train_files, self.splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
                 seed=config.seed, rank=processes.rank, world_size=processes.world_size, name="corpus.train",
+                cache=self.token_cache,
             ),
             tokens_per_batch=tokens_per_batch, shuffle_buffer=config.corpus.shuffle_buffer,
             sort_window=config.training.sort_window, seed=[config.seed, processes.rank, 2],
@@ -125,7 +131,8 @@ class PretrainRun:
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
         check_output_dir(self.output_dir)
         if self.processes.is_main:
-            remove_stale_temp_files(self.output_dir)  # left by a run killed while saving
+            for directory in (self.output_dir, self.output_dir / TOKENIZED_DIR):
+                remove_stale_temp_files(directory)  # left by a run killed while saving
         if self.resume:
             checkpoint = load_checkpoint(self.checkpoint_path)
             saved = checkpoint.get("sections")
@@ -195,7 +202,7 @@ class PretrainRun:
         reader = CorpusReader(
             self.train_files, self.splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
             shuffle_files=False, rank=self.processes.rank, world_size=self.processes.world_size,
-            name="corpus.train",
+            name="corpus.train", cache=self.token_cache,
         )
         counted = count_corpus(reader.sentences())
         words, stats = self.processes.decide_on_main(
