@@ -113,18 +113,9 @@ class LMSoftmax(nn.Module):
         """
         if candidates is not None:
             return self._sampled_nll(hidden, targets, candidates)
-        if chunk_rows <= 0 or hidden.shape[0] <= chunk_rows:
-            return self._full_nll(hidden, targets)
-        return torch.cat([
-            self._full_nll(hidden[i : i + chunk_rows], targets[i : i + chunk_rows])
-            for i in range(0, hidden.shape[0], chunk_rows)
-        ])
-
-    def _full_nll(self, hidden: Tensor, targets: Tensor) -> Tensor:
         # float32 even under autocast: held-out perplexity must not depend on the precision.
         with torch.autocast(hidden.device.type, enabled=False):
-            logits = nn.functional.linear(hidden.float(), self.weight, self.bias)
-        return nn.functional.cross_entropy(logits, targets, reduction="none")
+            return full_softmax_nll(hidden.float(), targets, self.weight, self.bias, chunk_rows=chunk_rows)
 
     def _sampled_nll(self, hidden: Tensor, targets: Tensor, candidates: SampledCandidates) -> Tensor:
         true_weight = nn.functional.embedding(targets, self.weight)
@@ -160,3 +151,49 @@ def load_softmax(path: Union[str, Path], *, vocab_size: int, dim: int) -> LMSoft
         softmax.weight.copy_(torch.from_numpy(arrays["softmax/W"]))
         softmax.bias.copy_(torch.from_numpy(arrays["softmax/b"]))
     return softmax
+
+
+def full_softmax_nll(hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tensor, *, chunk_rows: int = 0) -> Tensor:
+    """``-log softmax(hidden @ weight.T + bias)[targets]``, *Shape:* ``(n,)``, computed
+    `chunk_rows` rows at a time (0: rows whose logits, about 4 MB, stay in the cache)."""
+    rows = chunk_rows if chunk_rows > 0 else max(16, (1 << 20) // weight.shape[0])
+    return _FullSoftmaxNLL.apply(hidden, targets, weight, bias, rows)
+
+
+class _FullSoftmaxNLL(torch.autograd.Function):
+    """``-log softmax(h W^T + b)[target]`` per row, a chunk of rows at a time.
+
+    The ``(n, vocab)`` logits are never held at once: the forward keeps only each
+    row's log-sum-exp, and the backward recomputes a chunk's logits, turns them
+    into ``softmax - onehot`` in place and multiplies them out. Three passes over
+    cache-sized chunks replace several over a tensor far larger than the cache.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tensor, chunk_rows: int) -> Tensor:
+        nll = hidden.new_empty(hidden.shape[0])
+        log_norm = hidden.new_empty(hidden.shape[0])
+        for start in range(0, hidden.shape[0], chunk_rows):
+            rows = slice(start, start + chunk_rows)
+            logits = torch.addmm(bias, hidden[rows], weight.T)
+            log_norm[rows] = torch.logsumexp(logits, dim=1)
+            nll[rows] = log_norm[rows] - logits.gather(1, targets[rows, None])[:, 0]
+        ctx.save_for_backward(hidden, targets, weight, bias, log_norm)
+        ctx.chunk_rows = chunk_rows
+        return nll
+
+    @staticmethod
+    def backward(ctx, d_nll: Tensor):
+        hidden, targets, weight, bias, log_norm = ctx.saved_tensors
+        d_hidden = torch.empty_like(hidden)
+        d_weight = torch.zeros_like(weight)
+        d_bias = torch.zeros_like(bias)
+        for start in range(0, hidden.shape[0], ctx.chunk_rows):
+            rows = slice(start, start + ctx.chunk_rows)
+            scale = d_nll[rows, None]
+            d_logits = torch.addmm(bias, hidden[rows], weight.T).sub_(log_norm[rows, None]).exp_().mul_(scale)
+            d_logits.scatter_add_(1, targets[rows, None], -scale)
+            torch.mm(d_logits, weight, out=d_hidden[rows])
+            d_weight.addmm_(d_logits.T, hidden[rows])
+            d_bias.add_(d_logits.sum(dim=0))
+        return d_hidden, None, d_weight, d_bias, None

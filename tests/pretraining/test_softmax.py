@@ -2,10 +2,11 @@
 import numpy
 import pytest
 import torch
+from torch import nn
 
 from spacy_elmo.errors import WeightsError
 from spacy_elmo.pretraining.softmax import (
-    LMSoftmax, LogUniformSampler, SampledCandidates, load_softmax, save_softmax,
+    LMSoftmax, LogUniformSampler, SampledCandidates, full_softmax_nll, load_softmax, save_softmax,
 )
 
 
@@ -53,6 +54,26 @@ def test_chunked_full_softmax_and_gradients():
     assert hidden.grad is not None and torch.isfinite(hidden.grad).all()
     touched = softmax.weight.grad.abs().sum(dim=1) > 0
     assert set(touched.nonzero().flatten().tolist()) <= {1, 2, 3} | set(targets.tolist())
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 100])
+def test_full_softmax_equals_cross_entropy_with_gradients(chunk_rows):
+    """The chunked NLL and its hand-written backward against autograd's cross entropy (float64)."""
+    torch.manual_seed(0)
+    weight, bias = torch.randn(60, 8, dtype=torch.float64), torch.randn(60, dtype=torch.float64)
+    hidden = torch.randn(37, 8, dtype=torch.float64)
+    targets, upstream = torch.randint(0, 60, (37,)), torch.randn(37, dtype=torch.float64)
+    inputs = [x.clone().requires_grad_() for x in (hidden, weight, bias)]
+    reference = nn.functional.cross_entropy(nn.functional.linear(*inputs), targets, reduction="none")
+    expected = torch.autograd.grad((reference * upstream).sum(), inputs)
+    got = full_softmax_nll(inputs[0], targets, inputs[1], inputs[2], chunk_rows=chunk_rows)
+    torch.testing.assert_close(got, reference, rtol=1e-12, atol=1e-12)
+    for a, b in zip(torch.autograd.grad((got * upstream).sum(), inputs), expected):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(
+        lambda h, w, b: full_softmax_nll(h, targets[:6], w, b, chunk_rows=4),
+        tuple(x.detach()[:6].requires_grad_() if i == 0 else x.detach().requires_grad_() for i, x in enumerate(inputs)),
+    )
 
 
 def test_log_uniform_sampler_matches_its_expected_counts():
