@@ -16,9 +16,9 @@ import torch
 import typer
 
 from . import app
-from ..embedder import ElmoEmbedder
 from ..errors import InputError, SpacyElmoError
-from ..original_format import load_bilm
+from ..models.pytorch.embedder import ElmoEmbedder
+from ..models.pytorch.original_format import load_bilm
 from ..util import atomic_output_path
 
 SENTENCE_TO_INDEX = "sentence_to_index"

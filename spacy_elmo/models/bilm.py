@@ -13,11 +13,12 @@ from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
 
-from ..embedder import ElmoEmbedder
 from ..errors import OptionsError, WeightsError
 from .lazy_torch import get_module, lazy_pytorch_shim, set_module
+from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.char_ids import batch_to_char_ids
+from .pytorch.embedder import ElmoEmbedder
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
@@ -144,7 +145,12 @@ def bilm_forward(
 
     # Training: one forward pass per group of spans, kept for the backward pass.
     passes = []
-    for group in embedder.length_sorted_batches([segment.words for segment in segments]):
+    groups = length_sorted_batches(
+        [segment.words for segment in segments],
+        batch_size=model.attrs["batch_size"],
+        max_batch_tokens=model.attrs["max_batch_tokens"],
+    )
+    for group in groups:
         char_ids = batch_to_char_ids([segments[i].words for i in group]).to(shim.device)
         bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs={}), is_train)
         layers = torch2xp(bilm_output.layers, ops=ops)

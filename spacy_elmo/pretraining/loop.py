@@ -24,7 +24,7 @@ from wasabi import msg
 from ..models.pytorch.bilm import ElmoBiLM
 from ..models.pytorch.char_ids import batch_to_char_ids
 from ..models.pytorch.options import BiLMOptions
-from ..original_format import load_bilm, save_bilm
+from ..models.pytorch.original_format import load_bilm, save_bilm
 from ..util import atomic_output_path
 from .checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from .config import OptimizerConfig, PretrainConfig

@@ -11,7 +11,7 @@ import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import BiLMOptions
-from spacy_elmo.original_format import load_bilm
+from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining import loop
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
