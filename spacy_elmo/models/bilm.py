@@ -14,6 +14,7 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
 
 from ..errors import OptionsError, WeightsError
+from .gradients import no_gradient
 from .lazy_torch import get_module, lazy_pytorch_shim, set_module
 from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import ElmoBiLM
@@ -141,7 +142,7 @@ def bilm_forward(
         layers_per_segment = embedder.embed(segment.words for segment in segments)
         for segment, layers in zip(segments, layers_per_segment):
             outputs[segment.doc][:, segment.tokens] = ops.asarray3f(layers)
-        return outputs, _no_gradient
+        return outputs, no_gradient
 
     # Training: one forward pass per group of spans, kept for the backward pass.
     passes = []
@@ -182,10 +183,6 @@ def _segments(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_Segment]:
                     _Segment(i, ops.asarray1i([t.i for t in tokens]), [t.text for t in tokens])
                 )
     return segments
-
-
-def _no_gradient(d_outputs: List[Floats3d]) -> List[Doc]:
-    return []
 
 
 def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:

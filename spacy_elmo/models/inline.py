@@ -12,6 +12,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .features import build_elmo_features, set_features_dims
+from .gradients import scale_gradients
 from .types import BiLMModelT, ElmoFeaturesModelT, ScalarMixModelT, Tok2VecModelT
 
 
@@ -73,7 +74,7 @@ def tok2vec_elmo_forward(
     def backprop(dY: List[Floats2d]) -> List[Doc]:
         d_layers = backprop_features(dY)
         if fine_tune:
-            backprop_bilm([d * grad_factor for d in d_layers] if grad_factor != 1.0 else d_layers)
+            backprop_bilm(scale_gradients(d_layers, grad_factor))
         return []
 
     return Y, backprop

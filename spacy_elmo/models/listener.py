@@ -15,6 +15,7 @@ from thinc.types import Floats2d, Floats3d
 from ..doc_data import EXTENSION
 from ..errors import OptionsError
 from .features import build_elmo_features, set_features_dims, zero_layers
+from .gradients import scale_gradients
 from .types import ElmoFeaturesModelT, LayersBackpropT, ScalarMixModelT, Tok2VecModelT
 
 
@@ -116,10 +117,7 @@ def listener_forward(
         grad_factor = model.attrs["grad_factor"]
 
         def backprop(dY: List[Floats2d]) -> List[Doc]:
-            d_layers = backprop_features(dY)
-            if grad_factor != 1.0:
-                d_layers = [d * grad_factor for d in d_layers]
-            return upstream_backprop(d_layers)
+            return upstream_backprop(scale_gradients(backprop_features(dY), grad_factor))
 
         return Y, backprop
     # Prediction, or training while the elmo component is not updated (it is in

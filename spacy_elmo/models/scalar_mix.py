@@ -14,6 +14,7 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import OptionsError
+from .gradients import no_gradient
 from .lazy_torch import get_module, lazy_pytorch_shim, set_module
 from .pytorch.scalar_mix import ScalarMix
 from .types import ScalarMixModelT
@@ -115,13 +116,13 @@ def scalar_mix_forward(
     ops = model.ops
     shim = model.shims[0]
     if not Xs:
-        return [], lambda dYs: []
+        return [], no_gradient
     lengths = [X.shape[1] for X in Xs]
     # Layer norm statistics are per input, so mix Doc by Doc; otherwise at once.
     inputs = list(Xs) if mix.do_layer_norm else [ops.xp.concatenate(Xs, axis=1)]
     if not is_train:
         outputs = [shim.predict(ArgsKwargs(args=(xp2torch(X, device=shim.device),), kwargs={})) for X in inputs]
-        return _split(ops, [torch2xp(Y, ops=ops) for Y in outputs], lengths), _no_gradient
+        return _split(ops, [torch2xp(Y, ops=ops) for Y in outputs], lengths), no_gradient
     passes = []
     for X in inputs:
         X_tensor = xp2torch(X, requires_grad=True, device=shim.device)
@@ -166,10 +167,6 @@ def _require_mix(model: ScalarMixModelT) -> ScalarMix:
     if mix is None:
         raise OptionsError("The scalar mix is not initialized yet (call nlp.initialize)")
     return mix
-
-
-def _no_gradient(dYs: List[Floats2d]) -> List[Floats3d]:
-    return []
 
 
 def _describe_mix(mix: ScalarMix) -> Dict[str, Any]:
