@@ -15,8 +15,6 @@ from . import app
 from ..errors import InputError, SpacyElmoError
 from ..util import atomic_output_path
 
-MIX_LAYER_NAME = "elmo_scalar_mix"
-
 
 class LayerMix(NamedTuple):
     """One component's learned mix: ``weights`` = softmax(s), *Shape:* ``(L + 1,)``."""
@@ -54,18 +52,14 @@ def inspect_command(
 def layer_mixes(nlp) -> List[LayerMix]:
     """The trained scalar mixes in ``nlp``, by component (``name#k`` when a
     component has several)."""
-    from ..models.lazy_torch import get_module
-    from ..models.scalar_mix import mix_parameters
+    from ..models.scalar_mix import find_mixes, mix_parameters
 
     found = []
     for name, component in nlp.components:
         model = getattr(component, "model", None)
         if not hasattr(model, "walk"):
             continue
-        mixers = [
-            node for node in model.walk()
-            if node.name == MIX_LAYER_NAME and get_module(node.shims[0]) is not None
-        ]
+        mixers = find_mixes(model)
         for k, mixer in enumerate(mixers):
             weights, gamma = mix_parameters(mixer)
             label = name if len(mixers) == 1 else f"{name}#{k}"

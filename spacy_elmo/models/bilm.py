@@ -14,8 +14,8 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
 
 from ..errors import OptionsError, WeightsError
+from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
-from .lazy_torch import get_module, lazy_pytorch_shim, set_module
 from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.char_ids import batch_to_char_ids
@@ -72,7 +72,7 @@ def build_elmo_bilm_v1(
             "batch_size": batch_size,
             "max_batch_tokens": max_batch_tokens,
         },
-        shims=[lazy_pytorch_shim(describe=_describe_bilm, build=_build_bilm)],
+        shims=[DeferredPyTorchShim(describe=_describe_bilm, build=_build_bilm)],
     )
     if size is not None:
         if size not in NAMED_SIZES:
@@ -83,12 +83,12 @@ def build_elmo_bilm_v1(
 
 def get_bilm(model: BiLMModelT) -> Optional[ElmoBiLM]:
     """The torch biLM inside the layer, or None before initialize."""
-    return get_module(model.shims[0])
+    return model.shims[0].module
 
 
 def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
     """Replace the torch biLM; the layer's dims follow its options."""
-    set_module(model.shims[0], bilm)
+    model.shims[0].module = bilm
     model.set_dim("nL", bilm.n_output_layers, force=True)
     model.set_dim("nO", bilm.output_dim, force=True)
 
