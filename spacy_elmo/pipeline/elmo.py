@@ -31,7 +31,7 @@ from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import OptionsError
-from ..models.bilm import load_weights
+from ..models.bilm_layer import load_weights
 from ..models.gradients import no_gradient
 from ..models.inline import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener

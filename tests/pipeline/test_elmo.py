@@ -7,7 +7,7 @@ from spacy.tokens import Doc, DocBin
 
 from spacy_elmo.doc_data import ElmoDocData
 from spacy_elmo.errors import SpacyElmoError, WeightsError
-from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.bilm_layer import get_bilm
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.pipeline import ElmoComponent
 

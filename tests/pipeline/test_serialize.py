@@ -7,7 +7,7 @@ import pytest
 import spacy
 from spacy.cli.package import get_third_party_dependencies, package
 
-from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.bilm_layer import get_bilm
 from spacy_elmo.models.scalar_mix import mix_parameters
 
 from .util import TEXTS, elmo_nlp, listener_config, tagger_config, train, train_examples

@@ -5,7 +5,7 @@ import spacy
 import torch
 
 from spacy_elmo.errors import SpacyElmoError
-from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.bilm_layer import get_bilm
 from spacy_elmo.models.scalar_mix import mix_parameters
 
 from .util import TEXTS, elmo_nlp, hash_embed_config, listener_config, train, train_examples
