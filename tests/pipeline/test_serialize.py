@@ -54,8 +54,8 @@ def _tags(nlp):
 
 def _tagger_mix(nlp):
     tok2vec = nlp.get_pipe("tagger").model.get_ref("tok2vec")
-    features = tok2vec.layers[-1] if tok2vec.name == "tok2vec_elmo" else tok2vec.features
-    return mix_parameters(features.get_ref("mixer"))
+    head = tok2vec.layers[-1] if tok2vec.name == "tok2vec_elmo" else tok2vec.head
+    return mix_parameters(head.get_ref("mixer"))
 
 
 @pytest.mark.parametrize("kind", [LISTENER, INLINE])

@@ -16,7 +16,7 @@ def _bilm_state(nlp):
 
 
 def _mix(nlp, component):
-    return mix_parameters(nlp.get_pipe(component).model.get_ref("tok2vec").features.get_ref("mixer"))
+    return mix_parameters(nlp.get_pipe(component).model.get_ref("tok2vec").head.get_ref("mixer"))
 
 
 def _changed(before, after):
