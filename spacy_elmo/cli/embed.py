@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
-import torch
 import typer
 
 from . import app
 from ..errors import InputError, SpacyElmoError
+from ..models.pytorch.device import select_device
 from ..models.pytorch.embedder import ElmoEmbedder
 from ..models.pytorch.original_format import load_bilm
 from ..util import atomic_output_path
@@ -58,7 +58,7 @@ def embed_command(
         raise typer.BadParameter("give at most one of --top and --average", param_hint="--top/--average")
     _check_input(input_path)
     _check_output(output_path)
-    device = _device(gpu_id)
+    device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
     bilm = load_bilm(weights, options)
     embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device)
@@ -167,18 +167,6 @@ def _check_output(path: Path) -> None:
         raise SpacyElmoError(
             f"Output path is a directory: {path} (give a file name, e.g. {path / 'embeddings.hdf5'})"
         )
-
-
-def _device(gpu_id: int) -> torch.device:
-    if gpu_id < 0:
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise SpacyElmoError(f"--gpu-id {gpu_id}: CUDA is not available (use --gpu-id -1 for the CPU)")
-    if gpu_id >= torch.cuda.device_count():
-        raise SpacyElmoError(
-            f"--gpu-id {gpu_id}: only {torch.cuda.device_count()} CUDA device(s) are visible"
-        )
-    return torch.device("cuda", gpu_id)
 
 
 def _describe_lines(numbers: List[int]) -> str:
