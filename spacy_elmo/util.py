@@ -3,7 +3,8 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterator, Union
+from types import ModuleType
+from typing import Any, Iterator, Union
 
 
 @contextlib.contextmanager
@@ -27,3 +28,24 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def agg_pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg backend (files only, no display).
+
+    Raises ImportError when matplotlib is not installed (``spacy-elmo[plot]``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    return pyplot
+
+
+def save_figure(figure: Any, path: Union[str, Path], *, dpi: int = 100) -> None:
+    """Write a matplotlib ``figure`` to ``path`` as PNG (atomically, see
+    :func:`atomic_output_path`) and close it."""
+    with atomic_output_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=dpi)
+    agg_pyplot().close(figure)

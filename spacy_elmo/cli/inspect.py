@@ -13,7 +13,7 @@ from wasabi import msg
 
 from . import app
 from ..errors import InputError, SpacyElmoError
-from ..util import atomic_output_path
+from ..util import agg_pyplot, save_figure
 
 
 class LayerMix(NamedTuple):
@@ -70,10 +70,7 @@ def layer_mixes(nlp) -> List[LayerMix]:
 def save_chart(mixes: List[LayerMix], path: Path) -> None:
     """A grouped bar chart: one group per biLM layer, one bar per component."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = agg_pyplot()
     except ImportError:
         raise SpacyElmoError("--png needs matplotlib: pip install 'spacy-elmo[plot]'") from None
     n_layers = max(len(mix.weights) for mix in mixes)
@@ -87,9 +84,7 @@ def save_chart(mixes: List[LayerMix], path: Path) -> None:
     ax.set_title("Learned ELMo layer weights")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.tight_layout()
-    with atomic_output_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def _layer_name(j: int) -> str:

@@ -4,7 +4,7 @@ import logging
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from ..util import atomic_output_path
+from ..util import agg_pyplot, atomic_output_path, save_figure
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +46,7 @@ def plot_perplexity(
     """Plot training and held-out perplexity against steps (and the held-out unigram
     baseline when given); False when matplotlib is missing."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
+        pyplot = agg_pyplot()
     except ImportError:
         logger.warning("matplotlib is not installed: no perplexity plot (pip install spacy-elmo[plot])")
         return False
@@ -74,7 +71,5 @@ def plot_perplexity(
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    with atomic_output_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
-    pyplot.close(figure)
+    save_figure(figure, path, dpi=100)
     return True
