@@ -40,8 +40,8 @@ def run_one(args: argparse.Namespace) -> dict:
     """Time one (size, batch size, device, dtype) configuration in this process."""
     import torch
 
-    from spacy_elmo.embedder import ElmoEmbedder
     from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+    from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
     from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
     torch.set_num_threads(args.threads)

@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlparse
 import typer
 from wasabi import msg
 
-from spacy_elmo.util import atomic_output_path
+from spacy_elmo.output_files import atomic_output_path
 
 CHECK_TEXT = "The bank raised its rates. We sat on the bank of the river and watched the boats."
 

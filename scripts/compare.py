@@ -13,6 +13,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 from wasabi import msg
 
+from spacy_elmo.figures import agg_pyplot, save_figure
+
+from spacy_elmo.output_files import atomic_output_path
+
 # (task file prefix, task name, [(score key, label)]): the keys `spacy evaluate` writes.
 TASKS: List[Tuple[str, str, List[Tuple[str, str]]]] = [
     ("ud", "UD English-EWT", [
@@ -103,13 +107,7 @@ def markdown_table(rows: List[Row], dev_log: List[Row], title: str) -> str:
 
 
 def draw_chart(rows: List[Row], train_log: List[Row], dev_log: List[Row], path: Path, title: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        msg.fail("The chart needs matplotlib: pip install 'spacy-elmo[plot]'", exits=1)
+    pyplot = agg_pyplot()
     scored = [row for row in rows if row["key"] != "speed"]
     figure, (bars, curve) = pyplot.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
     width = 0.38
@@ -140,11 +138,7 @@ def draw_chart(rows: List[Row], train_log: List[Row], dev_log: List[Row], path: 
         curve.axis("off")
         curve.text(0.5, 0.5, "no pretraining log\n(a given biLM was used)", ha="center", va="center")
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    figure.savefig(tmp, format="png", dpi=100)
-    pyplot.close(figure)
-    tmp.replace(path)
+    save_figure(figure, path, dpi=100)
 
 
 def main(
@@ -162,9 +156,8 @@ def main(
     train_log, dev_log = read_pretraining_log(pretrain_log)
     table = markdown_table(rows, dev_log, title)
     table_path = metrics_dir / "compare.md"
-    tmp = table_path.with_name(table_path.name + ".tmp")
-    tmp.write_text(table, encoding="utf8")
-    tmp.replace(table_path)
+    with atomic_output_path(table_path) as tmp:
+        tmp.write_text(table, encoding="utf8")
     draw_chart(rows, train_log, dev_log, metrics_dir / "compare.png", title)
     print(table)
     msg.good(f"Wrote {table_path} and {metrics_dir / 'compare.png'}")

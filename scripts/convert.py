@@ -24,6 +24,8 @@ from spacy.training.converters import conllu_to_docs
 from spacy.vocab import Vocab
 from wasabi import msg
 
+from spacy_elmo.output_files import atomic_output_path
+
 Sentence = List[Tuple[str, str]]  # (token, tag)
 FORMATS = ("conllu", "uner", "conll")
 
@@ -113,10 +115,8 @@ def convert(input_path: Path, output_path: Path, *, layout: str, n_sents: int) -
         doc_bin.add(doc)
     if n_sentences == 0:
         raise InputFormatError(f"{input_path}: no sentences found (is it a {layout} file?)")
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = output_path.with_name(output_path.name + ".tmp")
-    doc_bin.to_disk(tmp_path)
-    tmp_path.replace(output_path)
+    with atomic_output_path(output_path) as tmp_path:
+        doc_bin.to_disk(tmp_path)
     return len(doc_bin), n_sentences, n_entities
 
 

@@ -23,6 +23,8 @@ from typing import List
 
 from wasabi import msg
 
+from spacy_elmo.output_files import atomic_output_path
+
 CHECKPOINT_NAME = "checkpoint.pt"  # spacy_elmo.pretraining.checkpoint.CHECKPOINT_NAME
 RUN_RECORD_NAME = "project_run.json"
 CORPUS_OPTIONS = ("--paths.train", "--paths.dev")
@@ -68,9 +70,8 @@ def main(argv: List[str]) -> int:
             output_dir.rename(previous)
             msg.warn(f"The config, options or corpus changed: moved the old run to {previous}, starting afresh")
     output_dir.mkdir(parents=True, exist_ok=True)
-    tmp = record_path.with_name(record_path.name + ".tmp")
-    tmp.write_text(json.dumps({"signature": signature, "config": str(config_path), "args": args}, indent=2) + "\n")
-    tmp.replace(record_path)
+    with atomic_output_path(record_path) as tmp:
+        tmp.write_text(json.dumps({"signature": signature, "config": str(config_path), "args": args}, indent=2) + "\n")
     command = [sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir), *args]
     if resume:
         command.append("--resume")

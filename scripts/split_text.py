@@ -11,30 +11,25 @@ from typing import Tuple
 import typer
 from wasabi import msg
 
+from spacy_elmo.output_files import atomic_output_path
+
 
 def split_lines(input_path: Path, train_path: Path, heldout_path: Path, *, every: int, max_heldout: int) -> Tuple[int, int]:
     """Returns (training lines, held-out lines)."""
-    n_train = n_heldout = 0
-    train_path.parent.mkdir(parents=True, exist_ok=True)
-    heldout_path.parent.mkdir(parents=True, exist_ok=True)
-    train_tmp = train_path.with_name(train_path.name + ".tmp")
-    heldout_tmp = heldout_path.with_name(heldout_path.name + ".tmp")
-    with input_path.open(encoding="utf8") as lines, train_tmp.open("w", encoding="utf8") as train, heldout_tmp.open(
-        "w", encoding="utf8"
-    ) as heldout:
-        n_seen = 0
-        for line in lines:
-            if not line.strip():
-                continue
-            n_seen += 1
-            if n_seen % every == 0 and n_heldout < max_heldout:
-                heldout.write(line.rstrip("\n") + "\n")
-                n_heldout += 1
-            else:
-                train.write(line.rstrip("\n") + "\n")
-                n_train += 1
-    train_tmp.replace(train_path)
-    heldout_tmp.replace(heldout_path)
+    n_train = n_heldout = n_seen = 0
+    with atomic_output_path(train_path) as train_tmp, atomic_output_path(heldout_path) as heldout_tmp:
+        with input_path.open(encoding="utf8") as lines, train_tmp.open("w", encoding="utf8") as train, \
+                heldout_tmp.open("w", encoding="utf8") as heldout:
+            for line in lines:
+                if not line.strip():
+                    continue
+                n_seen += 1
+                if n_seen % every == 0 and n_heldout < max_heldout:
+                    heldout.write(line.rstrip("\n") + "\n")
+                    n_heldout += 1
+                else:
+                    train.write(line.rstrip("\n") + "\n")
+                    n_train += 1
     return n_train, n_heldout
 
 

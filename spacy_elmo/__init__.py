@@ -1,10 +1,10 @@
 """ELMo (Peters et al. 2018) for spaCy: the biLM in PyTorch, original weights, pipeline components."""
 from .about import __version__
-from .embedder import ElmoEmbedder
 from .models.pytorch.bilm import BiLMOutput, ElmoBiLM
+from .models.pytorch.embedder import ElmoEmbedder
 from .models.pytorch.options import BiLMOptions
+from .models.pytorch.original_format import load_bilm, save_bilm
 from .models.pytorch.scalar_mix import ScalarMix
-from .original_format import load_bilm, save_bilm
 
 __all__ = [
     "__version__", "BiLMOptions", "BiLMOutput", "ElmoBiLM", "ElmoEmbedder", "ScalarMix",

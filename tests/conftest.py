@@ -60,6 +60,6 @@ def allennlp_model_dir(reference_dir: Path) -> Path:
 @pytest.fixture()
 def fixture_bilm(allennlp_model_dir: Path):
     """A fresh copy of the tiny reference biLM, in eval mode."""
-    from spacy_elmo.original_format import load_bilm
+    from spacy_elmo.models.pytorch.original_format import load_bilm
 
     return load_bilm(allennlp_model_dir / "lm_weights.hdf5").eval()

@@ -4,7 +4,7 @@ import sys
 import typer
 
 from ..errors import SpacyElmoError
-from ..util import stopping_on_sigterm
+from ..stopping import stopping_on_sigterm
 
 app = typer.Typer(
     name="spacy-elmo", add_completion=False, no_args_is_help=True,

@@ -12,14 +12,15 @@ import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
-import torch
 import typer
 
 from . import app
-from ..embedder import ElmoEmbedder
 from ..errors import InputError, SpacyElmoError
-from ..original_format import load_bilm, resolve_paths
-from ..util import atomic_output_path, check_output_file, raise_if_terminated, remove_stale_temp_files
+from ..models.pytorch.device import select_device
+from ..models.pytorch.embedder import ElmoEmbedder
+from ..models.pytorch.original_format import load_bilm, resolve_paths
+from ..output_files import atomic_output_path, check_output_file, remove_stale_temp_files
+from ..stopping import raise_if_terminated
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 # Below this many lines a run takes seconds, and a progress bar is only noise.
@@ -60,7 +61,7 @@ def embed_command(
     weights_path, options_path = resolve_paths(weights, options)
     check_output_file(output_path, inputs=(input_path, weights_path, options_path))
     remove_stale_temp_files(output_path.parent, [output_path.name])
-    device = _device(gpu_id)
+    device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
     bilm = load_bilm(weights_path, options_path)
     embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device)
@@ -163,18 +164,6 @@ def _check_input(path: Path) -> None:
         raise InputError(f"Input file not found: {path}")
     if not path.is_file():
         raise InputError(f"Input path is not a file: {path}")
-
-
-def _device(gpu_id: int) -> torch.device:
-    if gpu_id < 0:
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise SpacyElmoError(f"--gpu-id {gpu_id}: CUDA is not available (use --gpu-id -1 for the CPU)")
-    if gpu_id >= torch.cuda.device_count():
-        raise SpacyElmoError(
-            f"--gpu-id {gpu_id}: only {torch.cuda.device_count()} CUDA device(s) are visible"
-        )
-    return torch.device("cuda", gpu_id)
 
 
 def _describe_lines(numbers: List[int]) -> str:

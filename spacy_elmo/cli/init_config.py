@@ -15,7 +15,7 @@ def init_config_cli(
 ) -> None:
     """Write the default pretraining config, with a comment on every setting."""
     from ..pretraining.config import default_config_text, parse_config
-    from ..util import atomic_output_path
+    from ..output_files import atomic_output_path
 
     text = default_config_text(size=size, lang=lang)
     parse_config(text, {"paths.train": "train.txt"}, source="default config")  # stays valid

@@ -13,9 +13,7 @@ from wasabi import msg
 
 from . import app
 from ..errors import InputError, SpacyElmoError
-from ..util import atomic_output_path
-
-MIX_LAYER_NAME = "elmo_scalar_mix"
+from ..figures import agg_pyplot, save_figure
 
 
 class LayerMix(NamedTuple):
@@ -54,18 +52,14 @@ def inspect_command(
 def layer_mixes(nlp) -> List[LayerMix]:
     """The trained scalar mixes in ``nlp``, by component (``name#k`` when a
     component has several)."""
-    from ..models.lazy_torch import get_module
-    from ..models.scalar_mix import mix_parameters
+    from ..models.scalar_mix import find_mixes, mix_parameters
 
     found = []
     for name, component in nlp.components:
         model = getattr(component, "model", None)
         if not hasattr(model, "walk"):
             continue
-        mixers = [
-            node for node in model.walk()
-            if node.name == MIX_LAYER_NAME and get_module(node.shims[0]) is not None
-        ]
+        mixers = find_mixes(model)
         for k, mixer in enumerate(mixers):
             weights, gamma = mix_parameters(mixer)
             label = name if len(mixers) == 1 else f"{name}#{k}"
@@ -75,13 +69,7 @@ def layer_mixes(nlp) -> List[LayerMix]:
 
 def save_chart(mixes: List[LayerMix], path: Path) -> None:
     """A grouped bar chart: one group per biLM layer, one bar per component."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SpacyElmoError("--png needs matplotlib: pip install 'spacy-elmo[plot]'") from None
+    plt = agg_pyplot()
     n_layers = max(len(mix.weights) for mix in mixes)
     bar = 0.8 / len(mixes)
     fig, ax = plt.subplots(figsize=(2 + 1.5 * n_layers, 3.5 + 0.25 * len(mixes)))
@@ -93,9 +81,7 @@ def save_chart(mixes: List[LayerMix], path: Path) -> None:
     ax.set_title("Learned ELMo layer weights")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.tight_layout()
-    with atomic_output_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def _layer_name(j: int) -> str:

@@ -1,8 +1,8 @@
-"""``Tok2VecElmo``: a biLM and a task's features inside one component.
+"""``Tok2VecElmo``: a biLM and a task head inside one component.
 
 This is what ``nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])``
 puts in place of a listener: a copy of the elmo component's biLM followed by
-the listener's own features (its trained mix is kept), so the component no
+the listener's own task head (its trained mix is kept), so the component no
 longer depends on the shared elmo component.
 """
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -11,8 +11,9 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .features import build_elmo_features, set_features_dims
-from .types import BiLMModelT, ElmoFeaturesModelT, ScalarMixModelT, Tok2VecModelT
+from .task_head import build_task_head, set_task_head_dims
+from .gradients import scale_gradients
+from .types import BiLMModelT, ScalarMixModelT, TaskHeadModelT, Tok2VecModelT
 
 
 def build_tok2vec_elmo_v1(
@@ -31,49 +32,49 @@ def build_tok2vec_elmo_v1(
     frozen (bool): keep the biLM's weights fixed.
     mixer, token_embedding, width, grad_factor: as for ``spacy-elmo.ElmoListener.v1``.
     """
-    features = build_elmo_features(mixer=mixer, token_embedding=token_embedding, width=width)
-    return tok2vec_elmo(bilm, features, frozen=frozen, grad_factor=grad_factor)
+    head = build_task_head(mixer=mixer, token_embedding=token_embedding, width=width)
+    return tok2vec_elmo(bilm, head, frozen=frozen, grad_factor=grad_factor)
 
 
 def tok2vec_elmo(
-    bilm: BiLMModelT, features: ElmoFeaturesModelT, *, frozen: bool, grad_factor: float
+    bilm: BiLMModelT, head: TaskHeadModelT, *, frozen: bool, grad_factor: float
 ) -> Tok2VecModelT:
     if bilm.has_dim("nL"):
-        set_features_dims(features, bilm.get_dim("nL"), bilm.get_dim("nO"))
+        set_task_head_dims(head, bilm.get_dim("nL"), bilm.get_dim("nO"))
     return Model(
         "tok2vec_elmo",
         tok2vec_elmo_forward,
         init=init_tok2vec_elmo,
-        dims={"nO": features.maybe_get_dim("nO")},
-        layers=[bilm, features],
+        dims={"nO": head.maybe_get_dim("nO")},
+        layers=[bilm, head],
         attrs={"frozen": frozen, "grad_factor": grad_factor},
     )
 
 
 def init_tok2vec_elmo(model: Tok2VecModelT, X: Optional[List[Doc]] = None, Y: Any = None) -> None:
-    bilm, features = model.layers
+    bilm, head = model.layers
     bilm.initialize(X=X)
-    set_features_dims(features, bilm.get_dim("nL"), bilm.get_dim("nO"))
-    features.initialize(X=None if X is None else (X, bilm.predict(X)))
-    model.set_dim("nO", features.get_dim("nO"))
+    set_task_head_dims(head, bilm.get_dim("nL"), bilm.get_dim("nO"))
+    head.initialize(X=None if X is None else (X, bilm.predict(X)))
+    model.set_dim("nO", head.get_dim("nO"))
 
 
 def tok2vec_elmo_forward(
     model: Tok2VecModelT, docs: List[Doc], is_train: bool
 ) -> Tuple[List[Floats2d], Callable[[List[Floats2d]], List[Doc]]]:
-    bilm, features = model.layers
+    bilm, head = model.layers
     fine_tune = is_train and not model.attrs["frozen"]
     if fine_tune:
         layers, backprop_bilm = bilm(docs, is_train)
     else:
         layers = bilm.predict(docs)
-    Y, backprop_features = features((docs, layers), is_train)
+    Y, backprop_head = head((docs, layers), is_train)
     grad_factor = model.attrs["grad_factor"]
 
     def backprop(dY: List[Floats2d]) -> List[Doc]:
-        d_layers = backprop_features(dY)
+        d_layers = backprop_head(dY)
         if fine_tune:
-            backprop_bilm([d * grad_factor for d in d_layers] if grad_factor != 1.0 else d_layers)
+            backprop_bilm(scale_gradients(d_layers, grad_factor))
         return []
 
     return Y, backprop
@@ -81,7 +82,7 @@ def tok2vec_elmo_forward(
 
 def replace_listener(bilm_copy: BiLMModelT, listener: Model, elmo_pipe: Any) -> Tok2VecModelT:
     """``Language.replace_listeners`` callback (the biLM attr ``replace_listener``):
-    the listener's features move into the new model, with their trained mix."""
+    the listener's task head moves into the new model, with its trained mix."""
     return tok2vec_elmo(
         bilm_copy,
         listener.layers[0],

@@ -14,8 +14,9 @@ from thinc.types import Floats2d, Floats3d
 
 from ..doc_data import EXTENSION
 from ..errors import OptionsError
-from .features import build_elmo_features, set_features_dims, zero_layers
-from .types import ElmoFeaturesModelT, LayersBackpropT, ScalarMixModelT, Tok2VecModelT
+from .task_head import build_task_head, set_task_head_dims, zero_layers
+from .gradients import scale_gradients
+from .types import LayersBackpropT, ScalarMixModelT, TaskHeadModelT, Tok2VecModelT
 
 
 def build_elmo_listener_v1(
@@ -39,8 +40,8 @@ def build_elmo_listener_v1(
     upstream (str): the name of the elmo component, or "*" for any.
     grad_factor (float): scales the gradient sent to a fine-tuned biLM.
     """
-    features = build_elmo_features(mixer=mixer, token_embedding=token_embedding, width=width)
-    return ElmoListener(upstream_name=upstream, features=features, grad_factor=grad_factor)
+    head = build_task_head(mixer=mixer, token_embedding=token_embedding, width=width)
+    return ElmoListener(upstream_name=upstream, head=head, grad_factor=grad_factor)
 
 
 class ElmoListener(Model):
@@ -48,14 +49,14 @@ class ElmoListener(Model):
 
     name = "elmo_listener"
 
-    def __init__(self, *, upstream_name: str, features: ElmoFeaturesModelT, grad_factor: float) -> None:
+    def __init__(self, *, upstream_name: str, head: TaskHeadModelT, grad_factor: float) -> None:
         Model.__init__(
             self,
             name=self.name,
             forward=listener_forward,
             init=init_listener,
-            dims={"nO": features.maybe_get_dim("nO")},
-            layers=[features],
+            dims={"nO": head.maybe_get_dim("nO")},
+            layers=[head],
             attrs={"grad_factor": grad_factor},
         )
         self.upstream_name = upstream_name
@@ -64,14 +65,15 @@ class ElmoListener(Model):
         self._backprop: Optional[LayersBackpropT] = None
 
     @property
-    def features(self) -> ElmoFeaturesModelT:
+    def head(self) -> TaskHeadModelT:
+        """This component's task head (scalar mix, optional embedding and projection)."""
         return self.layers[0]
 
     def set_upstream_dims(self, n_layers: int, width: int) -> None:
         """Size this listener for its upstream biLM (called on linking)."""
-        set_features_dims(self.features, n_layers, width)
-        if self.features.has_dim("nO"):
-            self.set_dim("nO", self.features.get_dim("nO"))
+        set_task_head_dims(self.head, n_layers, width)
+        if self.head.has_dim("nO"):
+            self.set_dim("nO", self.head.get_dim("nO"))
 
     @staticmethod
     def get_batch_id(docs: Iterable[Doc]) -> int:
@@ -102,9 +104,9 @@ class ElmoListener(Model):
 
 
 def init_listener(model: ElmoListener, X: Optional[List[Doc]] = None, Y=None) -> None:
-    sample = None if X is None else (X, zero_layers(model.features, X))
-    model.features.initialize(X=sample)
-    model.set_dim("nO", model.features.get_dim("nO"))
+    sample = None if X is None else (X, zero_layers(model.head, X))
+    model.head.initialize(X=sample)
+    model.set_dim("nO", model.head.get_dim("nO"))
 
 
 def listener_forward(
@@ -112,26 +114,23 @@ def listener_forward(
 ) -> Tuple[List[Floats2d], Callable[[List[Floats2d]], List[Doc]]]:
     if is_train and model._batch_id is not None:
         layers, upstream_backprop = model.take_received(docs)
-        Y, backprop_features = model.features((docs, layers), is_train)
+        Y, backprop_head = model.head((docs, layers), is_train)
         grad_factor = model.attrs["grad_factor"]
 
         def backprop(dY: List[Floats2d]) -> List[Doc]:
-            d_layers = backprop_features(dY)
-            if grad_factor != 1.0:
-                d_layers = [d * grad_factor for d in d_layers]
-            return upstream_backprop(d_layers)
+            return upstream_backprop(scale_gradients(backprop_head(dY), grad_factor))
 
         return Y, backprop
     # Prediction, or training while the elmo component is not updated (it is in
     # frozen_components): read what it annotated.
     layers = _doc_layers(model, docs, required=is_train)
-    Y, backprop_features = model.features((docs, layers), is_train)
+    Y, backprop_head = model.head((docs, layers), is_train)
 
-    def backprop_features_only(dY: List[Floats2d]) -> List[Doc]:
-        backprop_features(dY)
+    def backprop_head_only(dY: List[Floats2d]) -> List[Doc]:
+        backprop_head(dY)
         return []
 
-    return Y, backprop_features_only
+    return Y, backprop_head_only
 
 
 def _doc_layers(model: ElmoListener, docs: List[Doc], *, required: bool) -> List[Floats3d]:
@@ -143,7 +142,7 @@ def _doc_layers(model: ElmoListener, docs: List[Doc], *, required: bool) -> List
             "to annotating_components (the biLM is frozen by default anyway: the component's "
             "`frozen` setting)"
         )
-    zeros = iter(zero_layers(model.features, missing)) if missing else iter(())
+    zeros = iter(zero_layers(model.head, missing)) if missing else iter(())
     return [
         next(zeros) if getattr(doc._, EXTENSION, None) is None else model.ops.asarray3f(doc._.elmo.layers)
         for doc in docs

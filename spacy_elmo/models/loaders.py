@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError
-from ..original_format import load_bilm
+from ..models.pytorch.original_format import load_bilm
 from .pytorch.bilm import ElmoBiLM
 from .types import WeightsLoaderT
 

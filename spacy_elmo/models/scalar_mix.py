@@ -14,9 +14,13 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import OptionsError
-from .lazy_torch import get_module, lazy_pytorch_shim, set_module
+from .deferred_shim import DeferredPyTorchShim
+from .gradients import no_gradient
 from .pytorch.scalar_mix import ScalarMix
 from .types import ScalarMixModelT
+
+#: The name of every scalar mix layer (``model.walk()`` finds them by it).
+NAME = "elmo_scalar_mix"
 
 
 def build_scalar_mix_v1(
@@ -42,7 +46,7 @@ def build_scalar_mix_v1(
     dropout (float): dropout on the mixed vectors, in training.
     l2_penalty (float): adds ``l2_penalty * sum(s ** 2)`` to the loss of each
         batch, which keeps the mix close to the layer average (the paper's
-        lambda; 0.001 in bilm-tf).
+        lambda; 0.001 in bilm-tf; ``ScalarMix.penalty``).
 
     *Input:* per Doc, *Shape:* ``(n_layers, n_tokens, width)``; *output:* per
     Doc, *Shape:* ``(n_tokens, width)``.
@@ -59,14 +63,17 @@ def build_scalar_mix_v1(
         "initial_gamma": initial_gamma,
         "trainable": trainable,
         "dropout": dropout,
+        "l2_penalty": l2_penalty,
     }
+    # The penalty is a training setting of this config, not part of the saved
+    # module: a deserialized mix takes it from here.
+    build = partial(_build_mix, l2_penalty=l2_penalty)
     return Model(
-        "elmo_scalar_mix",
+        NAME,
         scalar_mix_forward,
         init=partial(init_scalar_mix, settings=settings),
         dims={"nL": n_layers, "nO": None},
-        attrs={"l2_penalty": l2_penalty},
-        shims=[lazy_pytorch_shim(describe=_describe_mix, build=_build_mix)],
+        shims=[DeferredPyTorchShim(describe=_describe_mix, build=build)],
     )
 
 
@@ -82,12 +89,22 @@ def set_mix_dims(model: ScalarMixModelT, n_layers: int, width: int) -> None:
         model.set_dim(name, value)
 
 
+def get_mix(model: ScalarMixModelT) -> Optional[ScalarMix]:
+    """The torch scalar mix inside the layer, or None before initialize."""
+    return model.shims[0].module
+
+
+def find_mixes(model: Model) -> List[ScalarMixModelT]:
+    """The initialized scalar mix layers in ``model``'s tree, in walk order."""
+    return [node for node in model.walk() if node.name == NAME and get_mix(node) is not None]
+
+
 def mix_parameters(model: ScalarMixModelT) -> Tuple[numpy.ndarray, float]:
     """The learned ``softmax(s)`` (*Shape:* ``(n_layers,)``) and ``gamma``."""
     mix = _require_mix(model)
     with torch.no_grad():
         weights = mix.normalized_weights().to("cpu", torch.float32).numpy()
-    return weights, float(mix.gamma.detach().cpu())
+    return weights, mix.gamma.item()
 
 
 def init_scalar_mix(
@@ -105,7 +122,7 @@ def init_scalar_mix(
             "The scalar mix does not know how many biLM layers to mix: link it to an "
             "initialized elmo component (a listener), or set n_layers"
         )
-    set_module(model.shims[0], ScalarMix(n_layers, **settings))
+    model.shims[0].module = ScalarMix(n_layers, **settings)
 
 
 def scalar_mix_forward(
@@ -115,20 +132,20 @@ def scalar_mix_forward(
     ops = model.ops
     shim = model.shims[0]
     if not Xs:
-        return [], lambda dYs: []
+        return [], no_gradient
     lengths = [X.shape[1] for X in Xs]
     # Layer norm statistics are per input, so mix Doc by Doc; otherwise at once.
     inputs = list(Xs) if mix.do_layer_norm else [ops.xp.concatenate(Xs, axis=1)]
     if not is_train:
         outputs = [shim.predict(ArgsKwargs(args=(xp2torch(X, device=shim.device),), kwargs={})) for X in inputs]
-        return _split(ops, [torch2xp(Y, ops=ops) for Y in outputs], lengths), _no_gradient
+        return _split(ops, [torch2xp(Y, ops=ops) for Y in outputs], lengths), no_gradient
     passes = []
     for X in inputs:
         X_tensor = xp2torch(X, requires_grad=True, device=shim.device)
         Y_tensor, backprop_pass = shim(ArgsKwargs(args=(X_tensor,), kwargs={}), is_train)
         passes.append((X_tensor, Y_tensor, backprop_pass))
     Ys = _split(ops, [torch2xp(Y, ops=ops) for _, Y, _ in passes], lengths)
-    l2_penalty = model.attrs["l2_penalty"]
+    penalize = bool(mix.l2_penalty) and mix.weights.requires_grad
 
     def backprop(dYs: List[Floats2d]) -> List[Floats3d]:
         d_inputs = [ops.xp.concatenate(dYs, axis=0)] if len(passes) == 1 else dYs
@@ -136,9 +153,9 @@ def scalar_mix_forward(
         for k, ((X_tensor, Y_tensor, backprop_pass), dY) in enumerate(zip(passes, d_inputs)):
             tensors = [Y_tensor]
             grads = [xp2torch(ops.asarray2f(dY), device=shim.device)]
-            if l2_penalty and k == 0 and mix.weights.requires_grad:
-                # Once per batch: d(l2 * sum(s^2)) joins the weights' gradient.
-                tensors.append(l2_penalty * (mix.weights**2).sum())
+            if penalize and k == 0:
+                # Once per batch: the penalty's gradient joins the weights'.
+                tensors.append(mix.penalty())
                 grads.append(torch.ones((), device=shim.device))
             d_args = backprop_pass(
                 ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": tuple(grads)})
@@ -162,14 +179,10 @@ def _offsets(lengths: List[int]) -> List[int]:
 
 
 def _require_mix(model: ScalarMixModelT) -> ScalarMix:
-    mix = get_module(model.shims[0])
+    mix = get_mix(model)
     if mix is None:
         raise OptionsError("The scalar mix is not initialized yet (call nlp.initialize)")
     return mix
-
-
-def _no_gradient(dYs: List[Floats2d]) -> List[Floats3d]:
-    return []
 
 
 def _describe_mix(mix: ScalarMix) -> Dict[str, Any]:
@@ -182,11 +195,12 @@ def _describe_mix(mix: ScalarMix) -> Dict[str, Any]:
     }
 
 
-def _build_mix(settings: Dict[str, Any]) -> ScalarMix:
+def _build_mix(settings: Dict[str, Any], *, l2_penalty: float) -> ScalarMix:
     return ScalarMix(
         settings["n_layers"],
         do_layer_norm=settings["do_layer_norm"],
         layer_norm_eps=settings["layer_norm_eps"],
         trainable=settings["trainable"],
         dropout=settings["dropout"],
+        l2_penalty=l2_penalty,
     )

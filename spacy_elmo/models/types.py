@@ -17,8 +17,8 @@ BiLMModelT = Model[List[Doc], List[Floats3d]]
 #: Each Doc's layers in, one mixed vector per token out.
 ScalarMixModelT = Model[List[Floats3d], List[Floats2d]]
 #: The per-task head: Docs and their layers in, token features out.
-ElmoFeaturesInT = Tuple[List[Doc], List[Floats3d]]
-ElmoFeaturesModelT = Model[ElmoFeaturesInT, List[Floats2d]]
+TaskHeadInT = Tuple[List[Doc], List[Floats3d]]
+TaskHeadModelT = Model[TaskHeadInT, List[Floats2d]]
 #: What downstream components use as their tok2vec.
 Tok2VecModelT = Model[List[Doc], List[Floats2d]]
 #: The backprop callback a listener receives from the elmo component.

@@ -31,7 +31,8 @@ from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import OptionsError
-from ..models.bilm import load_weights
+from ..models.bilm_layer import load_weights
+from ..models.gradients import no_gradient
 from ..models.inline import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
 from ..models.types import BiLMModelT, WeightsLoaderT
@@ -193,7 +194,7 @@ class ElmoComponent(TrainablePipe):
             return losses
         if self.frozen:
             outputs = self.model.predict(docs)
-            accumulate_gradient = backprop = _ignore_gradient
+            accumulate_gradient = backprop = no_gradient
         else:
             set_dropout_rate(self.model, drop)
             outputs, backprop_bilm = self.model.begin_update(docs)
@@ -296,10 +297,6 @@ def _cosine_similarity(obj, other) -> float:
     if a.shape != b.shape or norms == 0.0:
         return 0.0
     return float((a * b).sum()) / norms
-
-
-def _ignore_gradient(d_outputs: List[Floats3d]) -> List[Doc]:
-    return []
 
 
 Language.factory(

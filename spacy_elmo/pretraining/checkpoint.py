@@ -7,7 +7,7 @@ from typing import Any, Dict, Union
 
 import torch
 
-from ..util import atomic_output_path
+from ..output_files import atomic_output_path
 from .config import PretrainConfig
 from .corpus import BatchStream
 from .errors import CheckpointError

@@ -1,12 +1,11 @@
 """The metrics log (`metrics.jsonl`) and its perplexity plot."""
 import json
-import logging
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from ..util import atomic_output_path
+from ..figures import agg_pyplot, save_figure
 
-logger = logging.getLogger(__name__)
+from ..output_files import atomic_output_path
 
 METRICS_NAME = "metrics.jsonl"
 PLOT_NAME = "perplexity.png"
@@ -42,17 +41,10 @@ class MetricsLog:
 
 def plot_perplexity(
     records: List[Dict[str, Any]], path: Union[str, Path], *, sampled: bool, unigram: Optional[float] = None
-) -> bool:
+) -> None:
     """Plot training and held-out perplexity against steps (and the held-out unigram
-    baseline when given); False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        logger.warning("matplotlib is not installed: no perplexity plot (pip install spacy-elmo[plot])")
-        return False
+    baseline when given)."""
+    pyplot = agg_pyplot()
     train = [r for r in records if r.get("kind") == "train"]
     dev = [r for r in records if r.get("kind") == "dev"]
     figure, axes = pyplot.subplots(figsize=(7, 4.5))
@@ -74,7 +66,4 @@ def plot_perplexity(
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    with atomic_output_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
-    pyplot.close(figure)
-    return True
+    save_figure(figure, path, dpi=100)

@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from ..models.pytorch.device import select_device
 from .errors import TrainingError
 
 T = TypeVar("T")
@@ -91,12 +92,10 @@ def setup_processes(gpu_id: Optional[int] = None) -> Processes:
         if not dist.is_initialized():
             dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(hours=2))
         return Processes(dist.get_rank(), dist.get_world_size(), device)
-    if gpu_id is None or gpu_id < 0:
-        return Processes(0, 1, torch.device("cpu"))
-    if not torch.cuda.is_available() or gpu_id >= torch.cuda.device_count():
-        raise TrainingError(f"--gpu-id {gpu_id}: no such CUDA device (use -1 for the CPU)")
-    torch.cuda.set_device(gpu_id)
-    return Processes(0, 1, torch.device("cuda", gpu_id))
+    device = select_device(gpu_id)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return Processes(0, 1, device)
 
 
 def shutdown(processes: Processes) -> None:

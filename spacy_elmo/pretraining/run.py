@@ -16,8 +16,9 @@ from wasabi import msg
 
 from ..errors import InputError
 from ..models.pytorch.options import BiLMOptions
-from ..original_format import load_bilm, save_bilm
-from ..util import atomic_output_path, check_output_dir, raise_if_terminated, remove_stale_temp_files
+from ..models.pytorch.original_format import load_bilm, save_bilm
+from ..output_files import atomic_output_path, check_output_dir, remove_stale_temp_files
+from ..stopping import raise_if_terminated
 from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state
 from .config import PretrainConfig
 from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, resolve_corpus_files

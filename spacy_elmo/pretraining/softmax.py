@@ -13,8 +13,8 @@ import numpy
 import torch
 from torch import Tensor, nn
 
-from ..original_format import read_hdf5_arrays
-from ..util import atomic_output_path
+from ..models.pytorch.original_format import read_hdf5_arrays
+from ..output_files import atomic_output_path
 
 SOFTMAX_NAME = "softmax.hdf5"
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple
 
-from ..util import atomic_output_path
+from ..output_files import atomic_output_path
 
 Sentence = List[str]
 #: One record: its sentences, and the (offset, line) a reader resumes from after it.

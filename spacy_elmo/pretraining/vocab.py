@@ -6,7 +6,7 @@ from typing import Dict, Iterable, List, Sequence, Union
 
 from ..errors import InputError
 from ..models.pytorch.char_ids import BOS_TOKEN, EOS_TOKEN
-from ..util import atomic_output_path
+from ..output_files import atomic_output_path
 
 UNK_TOKEN = "<UNK>"
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)

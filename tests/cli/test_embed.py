@@ -13,8 +13,8 @@ import torch
 
 
 from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
-from spacy_elmo.embedder import ElmoEmbedder
-from spacy_elmo.original_format import save_bilm
+from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
+from spacy_elmo.models.pytorch.original_format import save_bilm
 
 from ..conftest import run_cli
 

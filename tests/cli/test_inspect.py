@@ -39,7 +39,6 @@ def test_prints_weights_and_gamma_per_component(trained_dir, capsys, monkeypatch
 
 
 def test_writes_a_png_chart(trained_dir, tmp_path, capsys, monkeypatch):
-    pytest.importorskip("matplotlib")
     chart = tmp_path / "charts" / "mix.png"
     code, out, _ = run_inspect(capsys, monkeypatch, trained_dir, "--png", chart)
     assert code == 0 and "Saved the chart" in out

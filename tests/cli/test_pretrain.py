@@ -81,7 +81,7 @@ def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
         (["--training.typo", "1"], r"unknown setting(s) in [training]: typo"),
         (["--resume"], "No checkpoint at"),
         pytest.param(
-            ["--gpu-id", "0"], "--gpu-id 0: no such CUDA device",
+            ["--gpu-id", "0"], "--gpu-id 0: CUDA is not available (use --gpu-id -1 for the CPU)",
             marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present"),
         ),
     ],

@@ -6,7 +6,7 @@ import torch
 from spacy.tokens import Doc
 
 from spacy_elmo.errors import OptionsError, WeightsError
-from spacy_elmo.models.bilm import build_elmo_bilm_v1, get_bilm, load_weights
+from spacy_elmo.models.bilm_layer import build_bilm_layer_v1, get_bilm, load_weights
 from spacy_elmo.models.loaders import build_original_weights_loader_v1
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.spans import build_sentence_spans_v1
@@ -24,7 +24,7 @@ def loader(allennlp_model_dir):
 
 def _bilm_layer(loader=None, **kwargs):
     kwargs.setdefault("get_spans", build_sentence_spans_v1(max_length=4))
-    return build_elmo_bilm_v1(weights_loader=loader, **kwargs)
+    return build_bilm_layer_v1(weights_loader=loader, **kwargs)
 
 
 def _direct(model, words):

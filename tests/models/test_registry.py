@@ -1,29 +1,42 @@
-"""Every registered name resolves through spaCy's registries (entry points)."""
+"""Every registered name resolves through spaCy's registries (entry points) to its builder."""
 import pytest
 from spacy import registry
 from spacy.language import Language
 
-ARCHITECTURES = [
-    "spacy-elmo.ElmoBiLM.v1",
-    "spacy-elmo.ScalarMix.v1",
-    "spacy-elmo.ElmoListener.v1",
-    "spacy-elmo.Tok2VecElmo.v1",
-]
-MISC = ["spacy-elmo.sentence_spans.v1", "spacy-elmo.doc_spans.v1", "spacy-elmo.original_weights.v1"]
+from spacy_elmo.models.bilm_layer import build_bilm_layer_v1
+from spacy_elmo.models.inline import build_tok2vec_elmo_v1
+from spacy_elmo.models.listener import build_elmo_listener_v1
+from spacy_elmo.models.loaders import build_original_weights_loader_v1
+from spacy_elmo.models.scalar_mix import build_scalar_mix_v1
+from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1
+from spacy_elmo.pipeline.elmo import make_elmo
+
+ARCHITECTURES = {
+    "spacy-elmo.ElmoBiLM.v1": build_bilm_layer_v1,
+    "spacy-elmo.ScalarMix.v1": build_scalar_mix_v1,
+    "spacy-elmo.ElmoListener.v1": build_elmo_listener_v1,
+    "spacy-elmo.Tok2VecElmo.v1": build_tok2vec_elmo_v1,
+}
+MISC = {
+    "spacy-elmo.sentence_spans.v1": build_sentence_spans_v1,
+    "spacy-elmo.doc_spans.v1": build_doc_spans_v1,
+    "spacy-elmo.original_weights.v1": build_original_weights_loader_v1,
+}
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
 def test_architectures(name):
-    assert callable(registry.architectures.get(name))
+    assert registry.architectures.get(name) is ARCHITECTURES[name]
 
 
 @pytest.mark.parametrize("name", MISC)
 def test_misc(name):
-    assert callable(registry.misc.get(name))
+    assert registry.misc.get(name) is MISC[name]
 
 
 def test_factory():
     assert Language.has_factory("elmo")
+    assert registry.factories.get("elmo") is make_elmo
     meta = Language.get_factory_meta("elmo")
     assert meta.default_config["frozen"] is True
     assert "doc._.elmo" in meta.assigns and "doc.tensor" in meta.assigns

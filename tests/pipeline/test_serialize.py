@@ -7,7 +7,7 @@ import pytest
 import spacy
 from spacy.cli.package import get_third_party_dependencies, package
 
-from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.bilm_layer import get_bilm
 from spacy_elmo.models.scalar_mix import mix_parameters
 
 from .util import TEXTS, elmo_nlp, listener_config, tagger_config, train, train_examples
@@ -54,8 +54,8 @@ def _tags(nlp):
 
 def _tagger_mix(nlp):
     tok2vec = nlp.get_pipe("tagger").model.get_ref("tok2vec")
-    features = tok2vec.layers[-1] if tok2vec.name == "tok2vec_elmo" else tok2vec.features
-    return mix_parameters(features.get_ref("mixer"))
+    head = tok2vec.layers[-1] if tok2vec.name == "tok2vec_elmo" else tok2vec.head
+    return mix_parameters(head.get_ref("mixer"))
 
 
 @pytest.mark.parametrize("kind", [LISTENER, INLINE])

@@ -5,7 +5,7 @@ import spacy
 import torch
 
 from spacy_elmo.errors import SpacyElmoError
-from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.bilm_layer import get_bilm
 from spacy_elmo.models.scalar_mix import mix_parameters
 
 from .util import TEXTS, elmo_nlp, hash_embed_config, listener_config, train, train_examples
@@ -16,7 +16,7 @@ def _bilm_state(nlp):
 
 
 def _mix(nlp, component):
-    return mix_parameters(nlp.get_pipe(component).model.get_ref("tok2vec").features.get_ref("mixer"))
+    return mix_parameters(nlp.get_pipe(component).model.get_ref("tok2vec").head.get_ref("mixer"))
 
 
 def _changed(before, after):

@@ -1,4 +1,5 @@
 """The pretraining config: defaults, overrides, validation errors, shipped configs."""
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,14 @@ def test_unknown_sections_and_files(tmp_path):
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("pretrain*.cfg")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
     config = load_config(path, {"paths.train": "train.txt"})
-    config.bilm_options()
+    assert config.corpus.train == "train.txt"
+    options, named = config.bilm_options(), NAMED_SIZES[config.model.size]
+    for key, value in dataclasses.asdict(config.model).items():
+        if key != "size":  # each set value replaces the named size's
+            expected = getattr(named, key) if value is None else value
+            if key == "filters":
+                expected = tuple(tuple(f) for f in expected)
+            assert getattr(options, key) == expected, key
 
 
 def test_settings_left_out_take_their_defaults():

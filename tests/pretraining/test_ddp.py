@@ -3,11 +3,11 @@ import os
 import subprocess
 import sys
 
+from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import default_config_text
 from spacy_elmo.pretraining.corpus import TextSplitter
 from spacy_elmo.pretraining.metrics import MetricsLog
-from spacy_elmo.original_format import load_bilm
 
 from .util import fast_overrides
 

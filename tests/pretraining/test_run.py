@@ -11,7 +11,7 @@ import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import BiLMOptions
-from spacy_elmo.original_format import load_bilm
+from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.errors import CheckpointError, ConfigError, TrainingError
@@ -195,8 +195,15 @@ def test_max_epochs_sets_the_number_of_steps(tmp_path, tiny_text):
 
 
 def test_bf16_autocast_runs_on_cpu(tmp_path, tiny_text):
-    pretrain(fast_config(tiny_text, training__precision="bf16", training__max_steps=4), tmp_path / "out")
-    assert all(math.isfinite(r["train_loss"]) for r in _records(tmp_path / "out", "train"))
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        pretrain(fast_config(tiny_text, training__precision=precision, training__max_steps=4), tmp_path / precision)
+        losses[precision] = [r["train_loss"] for r in _records(tmp_path / precision, "train")]
+    assert len(losses["bf16"]) == 4 and all(math.isfinite(loss) for loss in losses["bf16"])
+    # bf16 keeps 8 significant bits (relative rounding 2**-8 = 0.4%) in the autocast matmuls;
+    # over 4 steps the losses stay within 1% of fp32 (0.2% measured).
+    assert losses["bf16"] == pytest.approx(losses["fp32"], rel=1e-2)
+    assert losses["bf16"] != losses["fp32"]  # autocast did run in bf16
 
 
 def test_non_finite_losses_are_skipped_then_stop_the_run(tmp_path, tiny_text, caplog):

@@ -45,10 +45,6 @@ class PackingPlan:
             total += n
         return cls(tuple(batch_sizes), tuple(offsets))
 
-    @property
-    def n_rows(self) -> int:
-        return self.offsets[-1] + self.batch_sizes[-1] if self.offsets else 0
-
 
 class BiLstmStack(nn.Module):
     """L layers of forward and backward LSTMs with projection (TensorFlow's LSTMCell).

@@ -1,5 +1,5 @@
 """Task-specific weighting of the biLM layers: ``gamma * sum_j softmax(s)_j * h_j``."""
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -8,6 +8,9 @@ from torch import Tensor, nn
 class ScalarMix(nn.Module):
     """Softmax-normalised layer weights, a scale, optional layer norm and dropout.
 
+    ``weights`` (s): *Shape:* ``(n_layers,)``; ``gamma``: *Shape:* ``(1,)`` (as
+    AllenNLP's, so that every parameter is an array an optimizer can update).
+
     :param n_layers: how many layers are mixed (L + 1 for ELMo).
     :param do_layer_norm: normalise each layer first, with one mean and variance
         over all unmasked positions and features of the batch (bilm-tf).
@@ -15,6 +18,8 @@ class ScalarMix(nn.Module):
     :param trainable: whether weights and gamma receive gradients.
     :param dropout: dropout on the mixed output (AllenNLP's ``Elmo`` uses 0.5).
     :param layer_norm_eps: epsilon of the layer norm (1e-12 in bilm-tf).
+    :param l2_penalty: the strength of :meth:`penalty` (the paper's lambda;
+        0.001 in bilm-tf).
     """
 
     def __init__(
@@ -27,6 +32,7 @@ class ScalarMix(nn.Module):
         trainable: bool = True,
         dropout: float = 0.0,
         layer_norm_eps: float = 1e-12,
+        l2_penalty: float = 0.0,
     ) -> None:
         super().__init__()
         if initial_weights is None:
@@ -36,9 +42,10 @@ class ScalarMix(nn.Module):
                 f"initial_weights has {len(initial_weights)} values, expected {n_layers}"
             )
         self.weights = nn.Parameter(torch.tensor(list(initial_weights), dtype=torch.float32), trainable)
-        self.gamma = nn.Parameter(torch.tensor(float(initial_gamma)), trainable)
+        self.gamma = nn.Parameter(torch.tensor([float(initial_gamma)]), trainable)
         self.do_layer_norm = do_layer_norm
         self.layer_norm_eps = layer_norm_eps
+        self.l2_penalty = l2_penalty
         self.dropout = nn.Dropout(dropout)
 
     @property
@@ -48,6 +55,11 @@ class ScalarMix(nn.Module):
     def normalized_weights(self) -> Tensor:
         """softmax(s), *Shape:* ``(n_layers,)``."""
         return torch.softmax(self.weights, dim=0)
+
+    def penalty(self) -> Tensor:
+        """``l2_penalty * sum(s ** 2)``, a term for the loss of each batch that keeps
+        the mix close to the layer average. *Shape:* ``()``."""
+        return self.l2_penalty * (self.weights**2).sum()
 
     def forward(self, layers: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """:param layers: *Shape:* ``(n_layers, ..., width)``.
@@ -72,3 +84,10 @@ class ScalarMix(nn.Module):
         mean = (layers * weight).sum(dim=reduce_dims, keepdim=True) / count
         variance = (((layers - mean) * weight) ** 2).sum(dim=reduce_dims, keepdim=True) / count
         return (layers - mean) / torch.sqrt(variance + self.layer_norm_eps)
+
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        # State dicts saved when gamma was 0-d (before it had shape (1,)).
+        gamma = state_dict.get(prefix + "gamma")
+        if gamma is not None and gamma.dim() == 0:
+            state_dict[prefix + "gamma"] = gamma.reshape(1)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

@@ -33,7 +33,8 @@ def test_sentence_vectors_do_not_depend_on_the_batch(fixture_bilm, sentences):
             layers = _encode(fixture_bilm, [sentences[i] for i in batch_ids]).layers
             for row, i in enumerate(batch_ids):
                 got = layers[row, :, : len(sentences[i])]
-                assert torch.allclose(got, alone[i], rtol=0, atol=1e-6), (trial, i)
+                # float32 rounding: other batch shapes take other GEMM kernels (1e-6 relative)
+                assert torch.allclose(got, alone[i], rtol=1e-6, atol=1e-6), (trial, i)
 
 
 def test_history_does_not_change_outputs(fixture_bilm, sentences):

@@ -8,7 +8,7 @@ import torch
 
 from spacy_elmo.models.pytorch.bilm import StatefulBiLM
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids, token_char_ids
-from spacy_elmo.original_format import load_bilm
+from spacy_elmo.models.pytorch.original_format import load_bilm
 
 
 def _sentences(path):

@@ -46,3 +46,18 @@ def test_wrong_layer_count():
         ScalarMix(3)(torch.zeros(2, 4))
     with pytest.raises(ValueError, match="initial_weights has 2 values"):
         ScalarMix(3, initial_weights=[0.0, 1.0])
+
+
+def test_penalty_is_l2_of_the_weights():
+    mix = ScalarMix(3, initial_weights=[0.5, -1.0, 2.0], l2_penalty=0.1)
+    torch.testing.assert_close(mix.penalty(), torch.tensor(0.1 * (0.25 + 1.0 + 4.0)))
+    mix.penalty().backward()
+    torch.testing.assert_close(mix.weights.grad, 0.2 * torch.tensor([0.5, -1.0, 2.0]))
+    assert ScalarMix(3).penalty().item() == 0.0
+
+
+def test_gamma_is_a_vector_and_scalar_gamma_state_dicts_load():
+    mix = ScalarMix(2, initial_gamma=0.5)
+    assert mix.gamma.shape == (1,)
+    mix.load_state_dict({"weights": torch.tensor([1.0, 2.0]), "gamma": torch.tensor(3.0)})
+    assert mix.gamma.shape == (1,) and mix.gamma.item() == 3.0

@@ -1,13 +1,14 @@
-"""Small helpers shared by the commands: safe output files, stopping on SIGTERM."""
+"""Output files that are safe to write: checked before the work starts, written to
+a temporary name and renamed when complete, and cleaned up after a killed run."""
 import contextlib
 import os
 import re
-import signal
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Iterable, Iterator, Union
 
 from .errors import SpacyElmoError
+from .stopping import raise_if_terminated
 
 PathLike = Union[str, Path]
 
@@ -33,36 +34,6 @@ def atomic_output_path(path: PathLike) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
-
-
-_terminated_by: Optional[int] = None
-
-
-@contextlib.contextmanager
-def stopping_on_sigterm() -> Iterator[None]:
-    """Inside, SIGTERM stops the process as Ctrl-C does (KeyboardInterrupt), so that
-    `finally` blocks remove temporary files and training says where to resume."""
-    global _terminated_by
-    _terminated_by = None
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def raise_if_terminated() -> None:
-    """Raise KeyboardInterrupt if SIGTERM arrived. Python drops an exception that a
-    signal handler raises inside a weakref callback or ``__del__``; long loops call
-    this so such a stop request is not lost."""
-    if _terminated_by is not None:
-        raise KeyboardInterrupt(f"stopped by signal {_terminated_by}")
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    global _terminated_by
-    _terminated_by = signum
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 _TEMP_NAME = re.compile(r"^\..+\.(\d+)-[^.]+\.tmp$")

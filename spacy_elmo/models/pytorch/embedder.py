@@ -5,16 +5,14 @@ carry little padding; every sentence is encoded independently of its batch
 (zero initial state), so the grouping never changes a vector.
 """
 from itertools import islice
-from typing import Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 import numpy
 import torch
 
-from .models.pytorch.bilm import ElmoBiLM
-from .models.pytorch.char_ids import batch_to_char_ids
-
-Sentence = Sequence[str]
-DeviceLike = Union[str, torch.device]
+from .batching import length_sorted_batches
+from .bilm import ElmoBiLM
+from .encode import DeviceLike, Sentence, encode
 
 
 class ElmoEmbedder:
@@ -57,7 +55,10 @@ class ElmoEmbedder:
             if not window:
                 return
             results: List[Optional[numpy.ndarray]] = [None] * len(window)
-            for indices in self.length_sorted_batches(window):
+            batches = length_sorted_batches(
+                window, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
+            )
+            for indices in batches:
                 layers = self.embed_batch([window[i] for i in indices])
                 for i, array in zip(indices, layers):
                     results[i] = array
@@ -65,23 +66,6 @@ class ElmoEmbedder:
 
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
-        char_ids = batch_to_char_ids(sentences).to(self.device)
         with torch.inference_mode():
-            layers = self.bilm(char_ids).layers.to("cpu", torch.float32).numpy()
+            layers = encode(self.bilm, sentences, self.device).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
-
-    def length_sorted_batches(self, window: Sequence[Sentence]) -> Iterator[List[int]]:
-        """Indices of `window` in batches of similar length, longest first, within
-        `batch_size` sentences and `max_batch_tokens` padded tokens."""
-        order = sorted(range(len(window)), key=lambda i: len(window[i]), reverse=True)
-        batch: List[int] = []
-        for i in order:
-            longest = len(window[batch[0]]) if batch else len(window[i])
-            if batch and (
-                len(batch) == self.batch_size or (len(batch) + 1) * longest > self.max_batch_tokens
-            ):
-                yield batch
-                batch = []
-            batch.append(i)
-        if batch:
-            yield batch

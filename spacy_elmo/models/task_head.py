@@ -1,8 +1,9 @@
-"""A task's view of the biLM: its own scalar mix, optionally ``[x_k; ELMo_k]``.
+"""The per-task head: a task's own scalar mix, optionally ``[x_k; ELMo_k]``
+with a token embedding, optionally a projection.
 
 Shared by the listener (layers from the elmo component) and the inline
 ``Tok2VecElmo`` (layers from its own biLM copy), so both compute the same
-features from the same weights.
+token features from the same weights.
 """
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -12,15 +13,15 @@ from thinc.types import Floats2d, Floats3d
 
 from ..errors import OptionsError
 from .scalar_mix import set_mix_dims
-from .types import ElmoFeaturesInT, ElmoFeaturesModelT, ScalarMixModelT, Tok2VecModelT
+from .types import TaskHeadInT, TaskHeadModelT, ScalarMixModelT, Tok2VecModelT
 
 
-def build_elmo_features(
+def build_task_head(
     *,
     mixer: ScalarMixModelT,
     token_embedding: Optional[Tok2VecModelT] = None,
     width: Optional[int] = None,
-) -> ElmoFeaturesModelT:
+) -> TaskHeadModelT:
     """``[x_k; ELMo_k]``: the token embedding's vectors (if any) and the mix,
     concatenated, then projected to ``width`` by a layer-normalised maxout (if
     given). Output width: ``width``, or the embedding's plus the biLM's."""
@@ -33,17 +34,17 @@ def build_elmo_features(
         refs["projection"] = projection
         layers.append(projection)
     return Model(
-        "elmo_features",
-        features_forward,
-        init=init_features,
+        "elmo_task_head",
+        task_head_forward,
+        init=init_task_head,
         dims={"nO": width},
         layers=layers,
         refs=refs,
     )
 
 
-def set_features_dims(model: ElmoFeaturesModelT, n_layers: int, width: int) -> None:
-    """Size the features for a biLM with ``n_layers`` layers of ``width``."""
+def set_task_head_dims(model: TaskHeadModelT, n_layers: int, width: int) -> None:
+    """Size the head for a biLM with ``n_layers`` layers of ``width``."""
     set_mix_dims(model.get_ref("mixer"), n_layers, width)
     embedding_width = _embedding_width(model)
     if embedding_width is None:
@@ -52,7 +53,7 @@ def set_features_dims(model: ElmoFeaturesModelT, n_layers: int, width: int) -> N
         model.set_dim("nO", width + embedding_width)
 
 
-def zero_layers(model: ElmoFeaturesModelT, docs: List[Doc]) -> List[Floats3d]:
+def zero_layers(model: TaskHeadModelT, docs: List[Doc]) -> List[Floats3d]:
     """Placeholder layers for Docs that have none (before the biLM ran)."""
     mixer = model.get_ref("mixer")
     n_layers, width = mixer.maybe_get_dim("nL"), mixer.maybe_get_dim("nO")
@@ -65,8 +66,8 @@ def zero_layers(model: ElmoFeaturesModelT, docs: List[Doc]) -> List[Floats3d]:
     return [model.ops.alloc3f(n_layers, len(doc), width) for doc in docs]
 
 
-def init_features(
-    model: ElmoFeaturesModelT, X: Optional[ElmoFeaturesInT] = None, Y: Any = None
+def init_task_head(
+    model: TaskHeadModelT, X: Optional[TaskHeadInT] = None, Y: Any = None
 ) -> None:
     docs, layers = X if X is not None else (None, None)
     mixer = model.get_ref("mixer")
@@ -78,15 +79,15 @@ def init_features(
             if not docs:
                 raise OptionsError("The width of the ELMo listener's token embedding is unknown")
             token_embedding.set_dim("nO", token_embedding.predict(docs[:1])[0].shape[1])
-    set_features_dims(model, mixer.get_dim("nL"), mixer.get_dim("nO"))
+    set_task_head_dims(model, mixer.get_dim("nL"), mixer.get_dim("nO"))
     projection = model.maybe_get_ref("projection")
     if projection is not None:
         concatenated = mixer.get_dim("nO") + _embedding_width(model)
         projection.initialize(X=[model.ops.alloc2f(1, concatenated)])
 
 
-def features_forward(
-    model: ElmoFeaturesModelT, X: ElmoFeaturesInT, is_train: bool
+def task_head_forward(
+    model: TaskHeadModelT, X: TaskHeadInT, is_train: bool
 ) -> Tuple[List[Floats2d], Callable[[List[Floats2d]], List[Floats3d]]]:
     docs, layers = X
     mixer = model.get_ref("mixer")
@@ -111,6 +112,6 @@ def features_forward(
     return Y, backprop
 
 
-def _embedding_width(model: ElmoFeaturesModelT) -> Optional[int]:
+def _embedding_width(model: TaskHeadModelT) -> Optional[int]:
     token_embedding = model.maybe_get_ref("token_embedding")
     return 0 if token_embedding is None else token_embedding.maybe_get_dim("nO")

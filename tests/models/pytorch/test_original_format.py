@@ -11,7 +11,7 @@ from spacy_elmo.errors import OptionsError, WeightsError
 from spacy_elmo.models.pytorch.bilm import ElmoBiLM
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
-from spacy_elmo.original_format import expected_shapes, load_bilm, save_bilm
+from spacy_elmo.models.pytorch.original_format import expected_shapes, load_bilm, save_bilm
 
 
 def _datasets(path):

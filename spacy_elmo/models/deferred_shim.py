@@ -20,47 +20,37 @@ DescribeT = Callable[[torch.nn.Module], Dict[str, Any]]
 BuildT = Callable[[Dict[str, Any]], torch.nn.Module]
 
 
-def lazy_pytorch_shim(*, describe: DescribeT, build: BuildT) -> PyTorchShim:
-    """An empty shim; ``describe(module)`` gives the settings ``build`` needs.
+class DeferredPyTorchShim(PyTorchShim):
+    """A :class:`PyTorchShim` that starts without a module.
 
-    Both functions must be module-level (picklable) functions.
+    :param describe: ``describe(module)`` gives the settings ``build`` needs to
+        construct an empty module of the same size.
+    :param build: builds that module from the settings when deserializing.
+
+    Both must be picklable (module-level functions or partials of them).
     """
-    return _PyTorchShim(
-        None,
-        serialize_model=partial(_serialize, describe=describe),
-        deserialize_model=partial(_deserialize, build=build),
-    )
 
+    def __init__(self, *, describe: DescribeT, build: BuildT) -> None:
+        super().__init__(
+            None,
+            serialize_model=partial(_serialize, describe=describe),
+            deserialize_model=partial(_deserialize, build=build),
+        )
 
-class _PyTorchShim(PyTorchShim):
-    """Thinc's optimizers take arrays with at least one dimension; 0-d torch
-    parameters (a scalar mix's gamma) are updated as 1-element vectors."""
+    @property
+    def module(self) -> Optional[torch.nn.Module]:
+        """The wrapped module, or None before it was built or loaded.
 
-    def finish_update(self, optimizer) -> None:
-        scalars = [p for p in self._model.parameters() if p.dim() == 0]
-        for param in scalars:
-            _reshape_param(param, (1,))
-        super().finish_update(optimizer)
-        for param in scalars:
-            _reshape_param(param, ())
+        Thinc keeps it in ``Shim._model`` and has no public accessor for it (its
+        own ``from_bytes`` reassigns the attribute), so this property is the one
+        place that reads or writes it.
+        """
+        return self._model
 
-
-def _reshape_param(param: torch.nn.Parameter, shape) -> None:
-    grad = param.grad
-    param.grad = None
-    param.data = param.data.reshape(shape)
-    if grad is not None:
-        param.grad = grad.reshape(shape)
-
-
-def get_module(shim: PyTorchShim) -> Optional[torch.nn.Module]:
-    """The wrapped module, or None before it was built or loaded."""
-    return shim._model
-
-
-def set_module(shim: PyTorchShim, module: torch.nn.Module) -> None:
-    """Put ``module`` in the shim, on the device of the current Thinc ops."""
-    shim._model = module.to(get_torch_default_device())
+    @module.setter
+    def module(self, module: torch.nn.Module) -> None:
+        """Put ``module`` in the shim, on the device of the current Thinc ops."""
+        self._model = module.to(get_torch_default_device())
 
 
 def _serialize(module: Optional[torch.nn.Module], *, describe: DescribeT) -> bytes:

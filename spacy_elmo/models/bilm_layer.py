@@ -4,6 +4,12 @@ Each Doc is cut into spans (``get_spans``: sentences or bounded windows), the
 spans are encoded independently of each other and of the batch, and the
 results are put back in token order. Whitespace tokens are not shown to the
 biLM (it never saw them in training) and get zero vectors.
+
+The layer wraps the torch :class:`~.pytorch.bilm.ElmoBiLM` in a Thinc shim;
+prediction and training take the same path: spans batched by length
+(:func:`~.pytorch.batching.length_sorted_batches`), each batch encoded
+(:func:`~.pytorch.encode.encode`) through the shim, which runs without autograd
+in prediction and keeps each batch's graph for the backward pass in training.
 """
 from dataclasses import dataclass
 from functools import partial
@@ -12,12 +18,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
+from torch import Tensor
 
-from ..embedder import ElmoEmbedder
 from ..errors import OptionsError, WeightsError
-from .lazy_torch import get_module, lazy_pytorch_shim, set_module
-from .pytorch.bilm import ElmoBiLM
-from .pytorch.char_ids import batch_to_char_ids
+from .deferred_shim import DeferredPyTorchShim
+from .gradients import no_gradient
+from .pytorch.batching import length_sorted_batches
+from .pytorch.bilm import BiLMOutput, ElmoBiLM
+from .pytorch.encode import encode
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
@@ -32,7 +40,7 @@ NO_WEIGHTS = (
 )
 
 
-def build_elmo_bilm_v1(
+def build_bilm_layer_v1(
     *,
     get_spans: SpanGetterT,
     size: Optional[str] = None,
@@ -62,15 +70,15 @@ def build_elmo_bilm_v1(
         raise OptionsError("batch_size and max_batch_tokens must be positive")
     model: BiLMModelT = Model(
         "elmo_bilm",
-        bilm_forward,
-        init=partial(init_bilm, weights_loader=weights_loader),
+        bilm_layer_forward,
+        init=partial(init_bilm_layer, weights_loader=weights_loader),
         dims={"nL": None, "nO": None},
         attrs={
             "get_spans": get_spans,
             "batch_size": batch_size,
             "max_batch_tokens": max_batch_tokens,
         },
-        shims=[lazy_pytorch_shim(describe=_describe_bilm, build=_build_bilm)],
+        shims=[DeferredPyTorchShim(describe=_describe_bilm, build=_build_bilm)],
     )
     if size is not None:
         if size not in NAMED_SIZES:
@@ -81,12 +89,12 @@ def build_elmo_bilm_v1(
 
 def get_bilm(model: BiLMModelT) -> Optional[ElmoBiLM]:
     """The torch biLM inside the layer, or None before initialize."""
-    return get_module(model.shims[0])
+    return model.shims[0].module
 
 
 def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
     """Replace the torch biLM; the layer's dims follow its options."""
-    set_module(model.shims[0], bilm)
+    model.shims[0].module = bilm
     model.set_dim("nL", bilm.n_output_layers, force=True)
     model.set_dim("nO", bilm.output_dim, force=True)
 
@@ -99,7 +107,7 @@ def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     set_bilm(model, bilm.eval())
 
 
-def init_bilm(
+def init_bilm_layer(
     model: BiLMModelT, X: Any = None, Y: Any = None, *, weights_loader: Optional[WeightsLoaderT]
 ) -> None:
     """Load the weights unless the biLM already has some (re-initializing a
@@ -119,39 +127,32 @@ class _Segment:
     words: List[str]
 
 
-def bilm_forward(
+def bilm_layer_forward(
     model: BiLMModelT, docs: List[Doc], is_train: bool
 ) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
-    bilm = get_bilm(model)
-    if bilm is None:
+    if get_bilm(model) is None:
         raise WeightsError(NO_WEIGHTS)
     ops = model.ops
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
     segments = _segments(docs, model.attrs["get_spans"], ops)
+    words = [segment.words for segment in segments]
     shim = model.shims[0]
-    embedder = ElmoEmbedder(
-        bilm,
-        batch_size=model.attrs["batch_size"],
-        max_batch_tokens=model.attrs["max_batch_tokens"],
-        device=shim.device,
+    forward = partial(_shim_forward, shim, is_train)
+    groups = length_sorted_batches(
+        words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )
-    if not is_train:
-        layers_per_segment = embedder.embed(segment.words for segment in segments)
-        for segment, layers in zip(segments, layers_per_segment):
-            outputs[segment.doc][:, segment.tokens] = ops.asarray3f(layers)
-        return outputs, _no_gradient
-
-    # Training: one forward pass per group of spans, kept for the backward pass.
-    passes = []
-    for group in embedder.length_sorted_batches([segment.words for segment in segments]):
-        char_ids = batch_to_char_ids([segments[i].words for i in group]).to(shim.device)
-        bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs={}), is_train)
+    passes = []  # training: per group, the layers tensor and its backward pass
+    for group in groups:
+        bilm_output, backprop_pass = encode(forward, [words[i] for i in group], shim.device)
         layers = torch2xp(bilm_output.layers, ops=ops)
         for row, i in enumerate(group):
             segment = segments[i]
             outputs[segment.doc][:, segment.tokens] = layers[row, :, : len(segment.words)]
-        passes.append((group, bilm_output.layers, backprop_pass))
+        if is_train:
+            passes.append((group, bilm_output.layers, backprop_pass))
+    if not is_train:
+        return outputs, no_gradient
 
     def backprop(d_outputs: List[Floats3d]) -> List[Doc]:
         for group, layers_tensor, backprop_pass in passes:
@@ -166,6 +167,14 @@ def bilm_forward(
     return outputs, backprop
 
 
+def _shim_forward(
+    shim: DeferredPyTorchShim, is_train: bool, char_ids: Tensor
+) -> Tuple[BiLMOutput, Callable[[ArgsKwargs], Any]]:
+    """The biLM through the shim: without autograd in prediction, with a
+    backward pass in training."""
+    return shim(ArgsKwargs(args=(char_ids,), kwargs={}), is_train)
+
+
 def _segments(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_Segment]:
     segments = []
     for i, spans in enumerate(get_spans(docs)):
@@ -176,10 +185,6 @@ def _segments(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_Segment]:
                     _Segment(i, ops.asarray1i([t.i for t in tokens]), [t.text for t in tokens])
                 )
     return segments
-
-
-def _no_gradient(d_outputs: List[Floats3d]) -> List[Doc]:
-    return []
 
 
 def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:

@@ -10,10 +10,10 @@ from typing import Dict, Optional, Tuple, Union
 import numpy
 import torch
 
-from .errors import OptionsError, WeightsError
-from .models.pytorch.bilm import ElmoBiLM
-from .models.pytorch.options import BiLMOptions
-from .util import atomic_output_path
+from ...errors import OptionsError, WeightsError
+from ...output_files import atomic_output_path
+from .bilm import ElmoBiLM
+from .options import BiLMOptions
 
 PathLike = Union[str, Path]
 

@@ -1,0 +1,19 @@
+"""ElmoEmbedder: input order, and the same vectors as one encode per sentence."""
+import numpy
+import torch
+
+from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
+from spacy_elmo.models.pytorch.encode import encode
+
+SENTENCES = [s.split() for s in ("a b c d e", "f", "g h", "", "i j k l m n o p", "q r s")]
+
+
+def test_embed_keeps_input_order_and_matches_one_encode_per_sentence(fixture_bilm):
+    embedder = ElmoEmbedder(fixture_bilm, batch_size=2, max_batch_tokens=8, sort_window=2)
+    arrays = list(embedder.embed(SENTENCES))
+    assert [a.shape[1] for a in arrays] == [len(s) for s in SENTENCES]
+    for sentence, array in zip(SENTENCES, arrays):
+        with torch.inference_mode():
+            alone = encode(fixture_bilm, [sentence], "cpu").layers[0].numpy()
+        numpy.testing.assert_allclose(array, alone, rtol=0, atol=1e-5)
+        assert array.dtype == numpy.float32
