@@ -200,22 +200,24 @@ def _forward_steps(
     gates = _matmul(x, w_input, out=trace.factors)
     bias = bias.unsqueeze(-2)
     cell = x.new_empty(x.shape[:-1] + (hidden_size,))
+    # Every step's views, made in a few calls rather than a few per step.
     steps = zip(*(_steps(t, sizes) for t in (
-        gates, cell, trace.hidden, trace.cell_out, trace.dcell, trace.forget,
-        trace.cell_inside, trace.proj_inside,
+        gates, *gates.split(hidden_size, dim=-1), gates[..., : 3 * hidden_size],
+        cell, trace.hidden, trace.cell_out, trace.dcell, trace.forget, trace.cell_inside, trace.proj_inside,
     )))
     finished_h: List[Tensor] = []
     finished_c: List[Tensor] = []
     h_prev = None if h0 is None else h0.narrow(-2, 0, sizes[0])
     c_prev = None if c0 is None else c0.narrow(-2, 0, sizes[0])
-    for t, (step_gates, c, h, m, dcell, forget, cell_inside, proj_inside) in enumerate(steps):
+    for t, (step_gates, i, f, o, j, sigmoid_gates, c, h, m, dcell, forget, cell_inside, proj_inside) in enumerate(
+        steps
+    ):
         n = sizes[t]
         step_gates.add_(bias)
         if h_prev is not None:
             _add_matmul_(step_gates, h_prev, w_hidden)
-        step_gates[..., : 3 * hidden_size].sigmoid_()
-        step_gates[..., 3 * hidden_size :].tanh_()
-        i, f, o, j = step_gates.split(hidden_size, dim=-1)
+        sigmoid_gates.sigmoid_()
+        j.tanh_()
         c_out = None if spec.cell_clip is not None else c
         i_j = torch.mul(i, j, out=c_out if c_prev is None else None)
         c_in = i_j if c_prev is None else torch.addcmul(i_j, f, c_prev, out=c_out)
@@ -274,11 +276,15 @@ def _backward_steps(
     w_proj_t = w_proj.transpose(-1, -2)
     w_hidden_t = w_hidden.transpose(-1, -2)
     o_gate = slice(2 * hidden_size, 3 * hidden_size)
+    # Every step's views, made in a few calls rather than a few per step.
     steps = list(zip(*(_steps(t, sizes) for t in (
-        d_proj, d_gates, trace.factors, trace.dcell, trace.forget, trace.cell_inside, trace.proj_inside,
+        d_proj, d_gates, _per_gate(d_gates), d_gates[..., o_gate], _per_gate(trace.factors),
+        trace.factors[..., o_gate], trace.dcell, trace.forget, trace.cell_inside, trace.proj_inside,
     ))))
     for t in range(len(sizes) - 1, -1, -1):
-        d_h, step_d_gates, factors, dcell, forget, cell_inside, proj_inside = steps[t]
+        d_h, step_d_gates, step_d_gates4, step_d_o, factors4, factor_o, dcell, forget, cell_inside, proj_inside = (
+            steps[t]
+        )
         n = sizes[t]
         n_next = sizes[t + 1] if t + 1 < len(sizes) else 0
         if grad_final_h is not None and n_next < n:
@@ -290,9 +296,8 @@ def _backward_steps(
         d_c.addcmul_(d_m, dcell)
         if cell_inside is not None:
             d_c.mul_(cell_inside)
-        torch.mul(d_c.unsqueeze(-2), factors.unflatten(-1, (4, hidden_size)),
-                  out=step_d_gates.unflatten(-1, (4, hidden_size)))
-        torch.mul(d_m, factors[..., o_gate], out=step_d_gates[..., o_gate])
+        torch.mul(d_c.unsqueeze(-3), factors4, out=step_d_gates4)
+        torch.mul(d_m, factor_o, out=step_d_o)
         if t > 0 or d_h0 is not None:
             d_c.mul_(forget)
             d_h_prev = steps[t - 1][0] if t > 0 else d_h0
@@ -334,6 +339,11 @@ def _steps(packed: Optional[Tensor], batch_sizes: Sequence[int]) -> Sequence[Opt
     if packed is None:
         return [None] * len(batch_sizes)
     return packed.split(batch_sizes, dim=-2)
+
+
+def _per_gate(gates: Tensor) -> Tensor:
+    """*Shape:* ``(..., n_rows, 4H) -> (..., 4, n_rows, H)`` (a view)."""
+    return gates.unflatten(-1, (4, gates.shape[-1] // 4)).transpose(-3, -2)
 
 
 def _previous_rows(batch_sizes: Sequence[int], device: torch.device) -> Tensor:
