@@ -146,7 +146,7 @@ class BiLstmStack(nn.Module):
         # the directions run concurrently, one core each, which uses the cores
         # far better than one small GEMM split across both (5x at batch 1). In
         # training, this also beats one node for both directions that runs them
-        # on two threads in its forward and its backward (by 15-25%, measured).
+        # on two threads in its forward and its backward (by 10-20%, measured).
         threads = torch.get_num_threads()
         in_threads = threads >= 2 and self.parallel_directions
         # Grad, inference and autocast modes are thread-local: carry them over.
