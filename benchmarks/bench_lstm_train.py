@@ -58,8 +58,8 @@ def main() -> None:
     stack.set_dropout(args.dropout)
     lengths = torch.randint(args.min_length, args.max_length + 1, (args.sentences,))
     plan = PackingPlan.from_sorted_lengths(sorted(lengths.tolist(), reverse=True))
-    inputs = torch.randn(2, plan.n_rows, options.projection_dim, requires_grad=True)
-    upstream = torch.randn(2, plan.n_rows, options.projection_dim)
+    inputs = torch.randn(2, sum(plan.batch_sizes), options.projection_dim, requires_grad=True)
+    upstream = torch.randn(2, sum(plan.batch_sizes), options.projection_dim)
 
     def step() -> None:
         outputs, _ = stack(inputs, plan)
@@ -72,7 +72,7 @@ def main() -> None:
     median = {name: statistics.median(values) for name, values in times.items()}
     print(
         f"lstm {options.lstm_dim}/{options.projection_dim} x{options.n_layers}, {args.sentences} sentences, "
-        f"{plan.n_rows} rows/direction, {torch.get_num_threads()} threads, median (min) of {args.repeats}: "
+        f"{sum(plan.batch_sizes)} rows/direction, {torch.get_num_threads()} threads, median (min) of {args.repeats}: "
         + ", ".join(f"{name} {median[name]:.1f} ({min(times[name]):.1f}) ms/step" for name in times)
         + f"; {median['autograd'] / median['recurrence']:.2f}x",
         flush=True,

@@ -80,7 +80,7 @@ def test_training_matches_per_step_autograd(dtype, n_layers, skip, clips, dropou
         plan = _plan(lengths)
         stack = _stack(dtype, n_layers=n_layers, skip=skip, cell_clip=clips[0], proj_clip=clips[1], dropout=dropout)
         torch.manual_seed(3)
-        inputs = torch.randn(2, plan.n_rows, 6, dtype=dtype) * 2
+        inputs = torch.randn(2, sum(plan.batch_sizes), 6, dtype=dtype) * 2
         results = _assert_same_training(stack, inputs, plan)
     finally:
         torch.set_num_threads(before)
@@ -95,7 +95,7 @@ def test_training_from_an_initial_state_matches(one_torch_thread):
     plan = _plan([5, 3, 3, 1])
     stack = _stack(torch.float64, cell_clip=0.5, proj_clip=0.4)
     torch.manual_seed(4)
-    inputs = torch.randn(2, plan.n_rows, 6, dtype=torch.float64)
+    inputs = torch.randn(2, sum(plan.batch_sizes), 6, dtype=torch.float64)
     state = [(torch.randn(2, 4, 6, dtype=torch.float64), torch.randn(2, 4, 12, dtype=torch.float64))
              for _ in range(2)]
     _assert_same_training(stack, inputs, plan, state)
@@ -104,7 +104,7 @@ def test_training_from_an_initial_state_matches(one_torch_thread):
 def test_gradients_of_only_a_final_state_or_only_outputs(one_torch_thread):
     plan = _plan([4, 2, 1])
     stack = _stack(torch.float64, n_layers=1, proj_clip=0.5)
-    inputs = torch.randn(2, plan.n_rows, 6, dtype=torch.float64)
+    inputs = torch.randn(2, sum(plan.batch_sizes), 6, dtype=torch.float64)
     for pick in (lambda outputs, states: states[0][1], lambda outputs, states: outputs[0]):
         grads = []
         for mode in (autograd_recurrence, nullcontext):
@@ -141,8 +141,8 @@ def test_both_directions_at_once_match_the_per_step_layer(one_torch_thread):
     plan = _plan([6, 4, 4, 2, 1])
     stack = _stack(torch.float64, n_layers=1, cell_clip=0.4, proj_clip=0.3)
     torch.manual_seed(6)
-    inputs = torch.randn(2, plan.n_rows, 6, dtype=torch.float64, requires_grad=True)
-    upstream = [torch.randn(2, plan.n_rows, 6, dtype=torch.float64), torch.randn(2, 5, 6, dtype=torch.float64),
+    inputs = torch.randn(2, sum(plan.batch_sizes), 6, dtype=torch.float64, requires_grad=True)
+    upstream = [torch.randn(2, sum(plan.batch_sizes), 6, dtype=torch.float64), torch.randn(2, 5, 6, dtype=torch.float64),
                 torch.randn(2, 5, 12, dtype=torch.float64)]
     runs = []
     for recurrence in (True, False):
@@ -172,7 +172,7 @@ def _graph_names(tensor):
 def test_recurrence_only_when_training_without_autocast(one_torch_thread):
     plan = _plan([3, 2])
     stack = _stack(torch.float32)
-    inputs = torch.randn(2, plan.n_rows, 6)
+    inputs = torch.randn(2, sum(plan.batch_sizes), 6)
     assert any("LstmRecurrence" in name for name in _graph_names(stack(inputs, plan)[0][-1]))
     with autograd_recurrence():
         assert not any("LstmRecurrence" in name for name in _graph_names(stack(inputs, plan)[0][-1]))
