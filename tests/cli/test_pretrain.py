@@ -95,17 +95,25 @@ def test_errors_print_one_line(tmp_path, capsys, monkeypatch, tiny_text, args, m
     assert message in out + err and "Traceback" not in out + err
 
 
-def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
-    """SIGKILL at an arbitrary moment, then --resume: every step is logged once, up to the end."""
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def _pretrain_command(tmp_path, tiny_text, output_dir, *, max_steps: int, checkpoint_every: int):
+    """`python -m spacy_elmo pretrain` on the tiny corpus, as a subprocess's arguments."""
     config_path = tmp_path / "pretrain.cfg"
     config_path.write_text(default_config_text(size="fixture"), encoding="utf8")
-    output_dir = tmp_path / "out"
-    args = [
+    return [
         sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir),
-        "--paths.train", str(tiny_text), "--training.max_steps", "400", "--training.checkpoint_every", "7", *FAST,
+        "--paths.train", str(tiny_text), "--training.max_steps", str(max_steps),
+        "--training.checkpoint_every", str(checkpoint_every), *FAST,
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
+    """SIGKILL at an arbitrary moment, then --resume: every step is logged once, up to the end."""
+    output_dir = tmp_path / "out"
+    args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=400, checkpoint_every=7)
+    process = subprocess.Popen(args, env=ONE_THREAD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -122,7 +130,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
     assert 7 <= resumed_from <= killed_at and killed_at - resumed_from <= 7
     final_step = resumed_from + 10
     args[args.index("400")] = str(final_step)
-    result = subprocess.run(args + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(args + ["--resume"], env=ONE_THREAD, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Resuming from step {resumed_from}" in result.stdout
     steps = [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
@@ -131,15 +139,9 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
 
 
 def test_sigterm_stops_like_ctrl_c_and_leaves_no_temp_files(tmp_path, tiny_text):
-    config_path = tmp_path / "pretrain.cfg"
-    config_path.write_text(default_config_text(size="fixture"), encoding="utf8")
     output_dir = tmp_path / "out"
-    args = [
-        sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir),
-        "--paths.train", str(tiny_text), "--training.max_steps", "100000", "--training.checkpoint_every", "5", *FAST,
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=100_000, checkpoint_every=5)
+    process = subprocess.Popen(args, env=ONE_THREAD, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
         while not (output_dir / "checkpoint.pt").exists():

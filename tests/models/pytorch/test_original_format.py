@@ -64,6 +64,15 @@ def _copy_fixture(reference_dir, tmp_path):
     return target
 
 
+def _fixture_with_options(reference_dir, tmp_path, edit):
+    """A copy of the fixture model whose options.json went through `edit(options)`."""
+    model = _copy_fixture(reference_dir, tmp_path)
+    options = json.loads((model / "options.json").read_text())
+    edit(options)
+    (model / "options.json").write_text(json.dumps(options))
+    return model
+
+
 def test_missing_dataset_is_named(reference_dir, tmp_path):
     model = _copy_fixture(reference_dir, tmp_path)
     with h5py.File(model / "lm_weights.hdf5", "a") as handle:
@@ -73,10 +82,7 @@ def test_missing_dataset_is_named(reference_dir, tmp_path):
 
 
 def test_wrong_shape_names_dataset_and_both_shapes(reference_dir, tmp_path):
-    model = _copy_fixture(reference_dir, tmp_path)
-    options = json.loads((model / "options.json").read_text())
-    options["lstm"]["dim"] = 32
-    (model / "options.json").write_text(json.dumps(options))
+    model = _fixture_with_options(reference_dir, tmp_path, lambda options: options["lstm"].update(dim=32))
     with pytest.raises(WeightsError, match=r"'RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0' has shape \(32, 256\), but from .*options.json it should be \(32, 128\)"):
         load_bilm(model / "lm_weights.hdf5")
 
@@ -106,13 +112,13 @@ def test_bad_options(reference_dir, tmp_path, content, message):
     ],
 )
 def test_invalid_option_values_name_their_key_once(reference_dir, tmp_path, section, key, value, message):
-    model = _copy_fixture(reference_dir, tmp_path)
-    options = json.loads((model / "options.json").read_text())
-    if value is None:
-        del options[section][key]
-    else:
-        options[section][key] = value
-    (model / "options.json").write_text(json.dumps(options))
+    def edit(options):
+        if value is None:
+            del options[section][key]
+        else:
+            options[section][key] = value
+
+    model = _fixture_with_options(reference_dir, tmp_path, edit)
     with pytest.raises(OptionsError) as error:
         load_bilm(model / "lm_weights.hdf5")
     text = str(error.value)
@@ -121,10 +127,7 @@ def test_invalid_option_values_name_their_key_once(reference_dir, tmp_path, sect
 
 
 def test_options_with_fewer_layers_than_the_weights_are_refused(reference_dir, tmp_path):
-    model = _copy_fixture(reference_dir, tmp_path)
-    options = json.loads((model / "options.json").read_text())
-    options["lstm"]["n_layers"] = 1
-    (model / "options.json").write_text(json.dumps(options))
+    model = _fixture_with_options(reference_dir, tmp_path, lambda options: options["lstm"].update(n_layers=1))
     with pytest.raises(WeightsError, match=r"dataset 'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/B' and 5 more is not part of the biLM"):
         load_bilm(model / "lm_weights.hdf5")
 
