@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional
 
 import srsly
 import torch
-from thinc.api import PyTorchShim
+from thinc.api import ArgsKwargs, PyTorchShim
 from thinc.shims.pytorch import default_deserialize_torch_model, default_serialize_torch_model
 from thinc.util import get_torch_default_device
 
@@ -36,6 +36,14 @@ class DeferredPyTorchShim(PyTorchShim):
             serialize_model=partial(_serialize, describe=describe),
             deserialize_model=partial(_deserialize, build=build),
         )
+
+    def predict(self, inputs: ArgsKwargs) -> Any:
+        """The module in eval mode under ``torch.inference_mode()``: Thinc's
+        ``no_grad`` still tracks versions and views, which costs the LSTM's many
+        small per-step operations about a quarter of their time."""
+        self._model.eval()
+        with torch.inference_mode(), torch.autocast(device_type="cuda", enabled=self._mixed_precision):
+            return self._model(*inputs.args, **inputs.kwargs)
 
     @property
     def module(self) -> Optional[torch.nn.Module]:
