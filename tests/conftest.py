@@ -63,3 +63,13 @@ def fixture_bilm(allennlp_model_dir: Path):
     from spacy_elmo.models.pytorch.original_format import load_bilm
 
     return load_bilm(allennlp_model_dir / "lm_weights.hdf5").eval()
+
+
+@pytest.fixture()
+def dead_pid() -> int:
+    """The id of a process that has exited (as a killed run's temporary files carry)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)

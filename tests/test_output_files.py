@@ -1,7 +1,5 @@
 """Output files: checked before the work, written atomically, stale temporary files removed."""
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -9,11 +7,6 @@ from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.output_files import (
     atomic_output_path, check_output_dir, check_output_file, remove_stale_temp_files,
 )
-
-
-def _dead_pid() -> int:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    return int(done.stdout)
 
 
 def test_atomic_output_path_names_its_temp_file_after_the_process(tmp_path):
@@ -24,11 +17,10 @@ def test_atomic_output_path_names_its_temp_file_after_the_process(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
 
 
-def test_only_temp_files_of_dead_processes_are_removed(tmp_path):
-    dead = _dead_pid()
-    stale = tmp_path / f".out.bin.{dead}-abc.tmp"
+def test_only_temp_files_of_dead_processes_are_removed(tmp_path, dead_pid):
+    stale = tmp_path / f".out.bin.{dead_pid}-abc.tmp"
     live = tmp_path / f".out.bin.{os.getpid()}-abc.tmp"
-    other_output = tmp_path / f".other.bin.{dead}-abc.tmp"
+    other_output = tmp_path / f".other.bin.{dead_pid}-abc.tmp"
     unrelated = tmp_path / ".notes.tmp"
     for path in (stale, live, other_output, unrelated):
         path.write_bytes(b"x")

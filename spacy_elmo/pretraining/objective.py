@@ -55,8 +55,7 @@ class BiLMLanguageModel(nn.Module):
         self.output_dropout = output_dropout
 
     def forward(
-        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
-        *, chunk_rows: int = 0,
+        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None
     ) -> Tensor:
         """Summed negative log-likelihood per direction, *Shape:* ``(2,)``, float32.
 
@@ -64,12 +63,11 @@ class BiLMLanguageModel(nn.Module):
         :param targets: *Shape:* ``(batch, max_tokens + 2)`` (see :func:`target_ids`).
         :param candidates: sampled-softmax negatives; ``None`` = full softmax.
         """
-        nll, _ = self.token_nll(char_ids, targets, candidates, chunk_rows=chunk_rows)
+        nll, _ = self.token_nll(char_ids, targets, candidates)
         return nll.sum(dim=1)
 
     def token_nll(
-        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
-        *, chunk_rows: int = 0,
+        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None
     ) -> Tuple[Tensor, PackedEncoding]:
         """Per-prediction NLL in packed order, *Shape:* ``(2, n_rows)``, and the encoding
         (its ``rows``/``forward_positions``/``backward_positions`` say which is which)."""
@@ -86,6 +84,5 @@ class BiLMLanguageModel(nn.Module):
             top.reshape(2 * n_rows, top.shape[2]),
             torch.cat([next_words, previous_words]),
             candidates,
-            chunk_rows=chunk_rows,
         )
         return nll.view(2, n_rows), encoding

@@ -109,7 +109,8 @@ class LMSoftmax(nn.Module):
         :param hidden: *Shape:* ``(n, dim)``.
         :param targets: *Shape:* ``(n,)``, word ids.
         :param candidates: negatives for the sampled softmax; ``None`` = full softmax.
-        :param chunk_rows: compute the full softmax this many rows at a time (0 = all at once).
+        :param chunk_rows: compute the full softmax this many rows at a time (0: rows whose
+            logits stay in the cache; the ``(n, vocab)`` logits are never held at once).
         """
         if candidates is not None:
             return self._sampled_nll(hidden, targets, candidates)

@@ -20,10 +20,6 @@ from .softmax import LMSoftmax, LogUniformSampler
 from .statistics import perplexity
 from .vocab import Vocabulary
 
-# Rows of the full softmax evaluated at once, times the vocabulary size (bounds eval memory).
-_EVAL_LOGITS_PER_CHUNK = 1 << 24
-
-
 @dataclass
 class StepResult:
     """One optimizer step: summed NLL per direction *Shape:* ``(2,)``, tokens, finiteness."""
@@ -124,13 +120,12 @@ class Trainer:
         """
         self.model.eval()
         totals = torch.zeros(3, dtype=torch.float64, device=self.device)
-        chunk_rows = max(256, _EVAL_LOGITS_PER_CHUNK // len(self.vocab))
         ordered = sorted(sentences, key=len)
         for batch in batches_by_tokens(ordered, self.config.training.eval_tokens_per_batch):
             char_ids = batch_to_char_ids(batch).to(self.device)
             targets = target_ids(batch, self.vocab).to(self.device)
             with self.autocast():
-                nll = self.model(char_ids, targets, chunk_rows=chunk_rows)
+                nll = self.model(char_ids, targets)
             totals[:2] += nll.double()
             totals[2] += n_predictions(batch)
         nll_forward, nll_backward, n_tokens = self.processes.sum(totals).tolist()

@@ -398,17 +398,11 @@ def test_non_finite_weights_stop_embed_without_output(tmp_path, capsys, monkeypa
     assert not (tmp_path / "out.hdf5").exists()
 
 
-def _dead_pid() -> int:
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    return int(finished.stdout)
-
-
-def test_stale_temp_files_of_the_output_are_removed(tmp_path, capsys, monkeypatch, weights_file):
+def test_stale_temp_files_of_the_output_are_removed(tmp_path, capsys, monkeypatch, weights_file, dead_pid):
     input_path = write_lines(tmp_path / "in.txt", SENTENCES)
-    dead = _dead_pid()
-    stale = tmp_path / f".out.hdf5.{dead}-abcd1234.tmp"
+    stale = tmp_path / f".out.hdf5.{dead_pid}-abcd1234.tmp"
     stale.write_bytes(b"half an output of a killed run")
-    other = tmp_path / f".other.hdf5.{dead}-abcd1234.tmp"  # not this run's output: kept
+    other = tmp_path / f".other.hdf5.{dead_pid}-abcd1234.tmp"  # not this run's output: kept
     other.write_bytes(b"x")
     code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
     assert code == 0, out + err

@@ -275,14 +275,10 @@ def test_resume_refuses_another_corpus_or_a_step_limit_already_passed(tmp_path, 
     assert pretrain(fast_config(link, training__max_steps=8), output_dir, resume=True)["step"] == 8
 
 
-def test_starting_or_resuming_removes_stale_temp_files(tmp_path, tiny_text):
-    import subprocess
-    import sys
-
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout)
+def test_starting_or_resuming_removes_stale_temp_files(tmp_path, tiny_text, dead_pid):
     output_dir = tmp_path / "out"
     output_dir.mkdir()
-    stale = [output_dir / f".{name}.{dead}-x1y2z3.tmp" for name in ("checkpoint.pt", "weights.hdf5")]
+    stale = [output_dir / f".{name}.{dead_pid}-x1y2z3.tmp" for name in ("checkpoint.pt", "weights.hdf5")]
     for path in stale:
         path.write_bytes(b"left by a killed run")
     pretrain(fast_config(tiny_text, training__max_steps=2, training__checkpoint_every=2), output_dir)
