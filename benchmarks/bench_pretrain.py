@@ -6,7 +6,7 @@ pipeline, over a synthetic Zipfian corpus (random lowercase words, sentences of
 10-40 words), so it needs no data files. A token is a word or a sentence end: the
 predictions per direction.
 
-    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_pretrain.py --sizes small original
+    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_pretrain.py --sizes compact small medium original
     python benchmarks/bench_pretrain.py --device cuda --sizes original --tokens-per-step 65536
 
 The issue's GPU target: original size, 8192 negatives, bf16, >= 150,000 tokens/s on one H100.
@@ -79,6 +79,7 @@ def measure(
     batches = [stream.next_batch() for _ in range(steps)]
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
     start = time.perf_counter()
     for batch in batches:
         trainer.train_step(batch)
@@ -92,13 +93,24 @@ def measure(
         "tokens_per_step": tokens_per_step, "vocab": len(vocab), "negatives": negatives, "dropout": dropout,
         "bilm_parameters_millions": round(n_params / 1e6, 1), "steps": steps,
         "seconds_per_step": seconds / steps, "tokens_per_second": tokens / seconds,
-        "threads": torch.get_num_threads(),
+        "threads": torch.get_num_threads(), "peak_memory_mb": peak_memory_mb(device),
     }
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """CUDA: the most memory allocated during the timed steps. CPU: the process's peak
+    resident memory so far (so with several sizes, each figure covers the earlier ones too:
+    name one size per run for an exact figure)."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", nargs="+", default=["small", "original"])
+    parser.add_argument("--sizes", nargs="+", default=["compact", "small", "original"], help="named sizes: fixture, compact (the shipped English biLM's), small, medium, original")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--tokens-per-step", type=int, default=None, help="default: 2048 on CPU, 65536 on CUDA")
     parser.add_argument("--vocab-size", type=int, default=None, help="default: 100000 on CPU, 793471 on CUDA")
@@ -131,7 +143,8 @@ def main() -> None:
             print(
                 f"{size:>9} {result['device']:>6} autocast={result['autocast']:<14} dropout={args.dropout} "
                 f"{tokens_per_step} tok/step, vocab {len(words) + 3}, {args.negatives} negatives: "
-                f"{result['seconds_per_step']:.2f} s/step, {result['tokens_per_second']:,.0f} tokens/s",
+                f"{result['seconds_per_step']:.2f} s/step, {result['tokens_per_second']:,.0f} tokens/s, "
+                f"peak memory {result['peak_memory_mb']:,.0f} MB",
                 flush=True,
             )
     if args.json:

@@ -13,6 +13,7 @@ contents of the corpus files) in `OUTPUT_DIR/project_run.json`, then:
 
 Usage: python scripts/pretrain.py CONFIG OUTPUT_DIR [any `spacy_elmo pretrain` options]
 """
+import glob
 import hashlib
 import json
 import shutil
@@ -38,12 +39,20 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def corpus_files(value: str) -> List[Path]:
+    """The files a corpus setting names: a file, or a glob pattern's matches."""
+    if glob.has_magic(value):
+        return [Path(name) for name in sorted(glob.glob(value)) if Path(name).is_file()]
+    return [Path(value)] if Path(value).is_file() else []
+
+
 def run_signature(config_path: Path, args: List[str]) -> str:
     """Identifies a run: config text, arguments and the corpus files' contents."""
     parts = {"config": config_path.read_text(encoding="utf8"), "args": args, "corpus": {}}
     for option, value in zip(args, args[1:]):
-        if option in CORPUS_OPTIONS and Path(value).is_file():
-            parts["corpus"][value] = file_digest(Path(value))
+        if option in CORPUS_OPTIONS:
+            for path in corpus_files(value):
+                parts["corpus"][str(path)] = file_digest(path)
     return hashlib.md5(json.dumps(parts, sort_keys=True).encode("utf8")).hexdigest()
 
 
@@ -54,7 +63,7 @@ def main(argv: List[str]) -> int:
     if not config_path.is_file():
         msg.fail(f"Pretraining config not found: {config_path} (set --vars.pretrain_config)", exits=1)
     for option, value in zip(args, args[1:]):
-        if option in CORPUS_OPTIONS and not Path(value).exists():
+        if option in CORPUS_OPTIONS and not (Path(value).exists() or corpus_files(value)):
             msg.fail(f"{option}: {value} does not exist (run the convert step first, or fix the var)", exits=1)
     signature = run_signature(config_path, args)
     record_path = output_dir / RUN_RECORD_NAME

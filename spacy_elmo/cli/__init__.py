@@ -8,19 +8,19 @@ from ..stopping import stopping_on_sigterm
 
 app = typer.Typer(
     name="spacy-elmo", add_completion=False, no_args_is_help=True,
-    help="ELMo for spaCy: embed text, pretrain a biLM, inspect pipelines.",
+    help="ELMo for spaCy: embed text, pretrain a biLM and measure its perplexity, inspect pipelines.",
 )
 
 
 @app.callback()
 def _commands() -> None:
-    """ELMo for spaCy: embed text, pretrain a biLM, inspect pipelines."""
+    """ELMo for spaCy: embed text, pretrain a biLM and measure its perplexity, inspect pipelines."""
 
 
 # Each command module registers itself on `app`.
 from . import embed  # noqa: E402,F401
 from . import inspect  # noqa: E402,F401
-from . import init_config, pretrain  # noqa: E402,F401
+from . import init_config, perplexity, pretrain  # noqa: E402,F401
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from ..errors import InputError, SpacyElmoError
 from ..models.pytorch.device import select_device
 from ..models.pytorch.embedder import ElmoEmbedder
 from ..models.pytorch.original_format import load_bilm, resolve_paths
+from ..named_models import locate_model
 from ..output_files import atomic_output_path, check_output_file, remove_stale_temp_files
 from ..stopping import raise_if_terminated
 
@@ -38,7 +39,7 @@ def embed_command(
     ),
     weights: Path = typer.Option(
         ..., "--weights", "-w",
-        help="The biLM: a weights .hdf5 file, or a directory with options.json and weights.hdf5.",
+        help="The biLM: a weights .hdf5 file, a directory with options.json and weights.hdf5, or a model name (english-compact, small, medium, original, original-5.5b).",
     ),
     options: Optional[Path] = typer.Option(
         None, "--options", help="options.json, if it is not beside the weights."
@@ -58,7 +59,8 @@ def embed_command(
     if top and average:
         raise typer.BadParameter("give at most one of --top and --average", param_hint="--top/--average")
     _check_input(input_path)
-    weights_path, options_path = resolve_paths(weights, options)
+    located, named_options = locate_model(weights)
+    weights_path, options_path = resolve_paths(located, options or named_options)
     check_output_file(output_path, inputs=(input_path, weights_path, options_path))
     remove_stale_temp_files(output_path.parent, [output_path.name])
     device = select_device(gpu_id)

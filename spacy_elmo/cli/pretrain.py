@@ -23,7 +23,8 @@ def pretrain_cli(
     init_from: Optional[Path] = typer.Option(
         None, "--init-from",
         help="Continue training this biLM: a directory with options.json and weights.hdf5 (original "
-        "format, e.g. a published ELMo model or a previous run), or the weights file itself",
+        "format, e.g. a previous run), the weights file itself, or a model name: english-compact (shipped), "
+        "small, medium, original, original-5.5b (published, downloaded once)",
     ),
 ) -> None:
     """Pretrain an ELMo biLM. Override config settings with --section.key value.

@@ -27,7 +27,10 @@ from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import BiLMOutput, ElmoBiLM
 from .pytorch.encode import encode
 from .pytorch.options import NAMED_SIZES, BiLMOptions
+from .segment_cache import SegmentCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
+
+CACHE_ATTR = "segment_cache"
 
 NO_WEIGHTS = (
     "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "
@@ -53,7 +56,7 @@ def build_bilm_layer_v1(
     get_spans (Callable): cuts Docs into the spans the biLM reads, e.g.
         ``spacy-elmo.sentence_spans.v1``.
     size (Optional[str]): build a randomly initialised biLM of a named size
-        ("fixture", "small", "medium", "original"). Null (the default): the size
+        ("fixture", "compact", "small", "medium", "original"). Null (the default): the size
         comes from the weights loaded at initialize.
     weights_loader (Optional[Callable]): load the weights when the model is
         initialized. The elmo component takes its loader from
@@ -99,6 +102,12 @@ def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
     model.set_dim("nO", bilm.output_dim, force=True)
 
 
+def set_segment_cache(model: BiLMModelT, cache: Optional[SegmentCache]) -> None:
+    """Read spans' layers from `cache` (and add new ones to it) in prediction; None: off.
+    Only for a biLM whose weights stay fixed while the cache is set."""
+    model.attrs[CACHE_ATTR] = cache
+
+
 def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     """Put the biLM that ``weights_loader`` returns into the layer."""
     bilm = weights_loader()
@@ -136,7 +145,15 @@ def bilm_layer_forward(
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
     segments = _segments(docs, model.attrs["get_spans"], ops)
-    words = [segment.words for segment in segments]
+    cache: Optional[SegmentCache] = None if is_train else model.attrs.get(CACHE_ATTR)
+    pending = []  # the segments to encode (all, unless cached)
+    for segment in segments:
+        cached = cache.get(segment.words) if cache is not None else None
+        if cached is None:
+            pending.append(segment)
+        else:
+            outputs[segment.doc][:, segment.tokens] = cached
+    words = [segment.words for segment in pending]
     shim = model.shims[0]
     forward = partial(_shim_forward, shim, is_train)
     groups = length_sorted_batches(
@@ -147,8 +164,11 @@ def bilm_layer_forward(
         bilm_output, backprop_pass = encode(forward, [words[i] for i in group], shim.device)
         layers = torch2xp(bilm_output.layers, ops=ops)
         for row, i in enumerate(group):
-            segment = segments[i]
-            outputs[segment.doc][:, segment.tokens] = layers[row, :, : len(segment.words)]
+            segment = pending[i]
+            segment_layers = layers[row, :, : len(segment.words)]
+            outputs[segment.doc][:, segment.tokens] = segment_layers
+            if cache is not None:
+                cache.put(segment.words, segment_layers)
         if is_train:
             passes.append((group, bilm_output.layers, backprop_pass))
     if not is_train:
@@ -158,7 +178,7 @@ def bilm_layer_forward(
         for group, layers_tensor, backprop_pass in passes:
             d_layers = ops.alloc4f(*layers_tensor.shape)
             for row, i in enumerate(group):
-                segment = segments[i]
+                segment = pending[i]
                 d_layers[row, :, : len(segment.words)] = d_outputs[segment.doc][:, segment.tokens]
             d_tensor = xp2torch(d_layers, device=layers_tensor.device)
             backprop_pass(ArgsKwargs(args=((layers_tensor,),), kwargs={"grad_tensors": (d_tensor,)}))

@@ -1,10 +1,11 @@
 """Weights loaders: where the elmo component gets its biLM at initialize."""
 from functools import partial
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from ..errors import InputError
 from ..models.pytorch.original_format import load_bilm
+from ..named_models import default_model, locate_model
 from .pytorch.bilm import ElmoBiLM
 from .types import WeightsLoaderT
 
@@ -29,3 +30,30 @@ def load_original_weights(path: Optional[Path], options: Optional[Path] = None) 
             "weights.hdf5, or an .hdf5 file with options.json beside it)"
         )
     return load_bilm(path, options).eval()
+
+
+def build_elmo_weights_loader_v1(
+    *, model: Optional[Union[str, Path]] = None, lang: str = "en",
+    cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
+) -> WeightsLoaderT:
+    """Load a biLM by name or path; with none given, the one spacy-elmo ships for `lang`.
+
+    model (Optional[str]): a model name ("english-compact", shipped in the package;
+        "small", "medium", "original", "original-5.5b", AllenNLP's, downloaded once
+        into the cache), a directory with ``options.json`` and ``weights.hdf5``, or an
+        ``.hdf5`` file with ``options.json`` beside it. Null: the default for `lang`.
+    lang (str): the pipeline's language (``${nlp.lang}``), for the default.
+    cache_dir (Optional[Path]): where downloaded models are kept (default:
+        ``SPACY_ELMO_CACHE`` or ``~/.cache/spacy-elmo``).
+    base_url (Optional[str]): where they are downloaded from (default:
+        ``SPACY_ELMO_BASE_URL`` or AllenNLP's public bucket).
+    """
+    return partial(load_named_weights, model, lang=lang, cache_dir=cache_dir, base_url=base_url)
+
+
+def load_named_weights(
+    model: Optional[Union[str, Path]], *, lang: str = "en",
+    cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
+) -> ElmoBiLM:
+    weights, options = locate_model(model or default_model(lang), cache=cache_dir, url=base_url)
+    return load_bilm(weights, options).eval()

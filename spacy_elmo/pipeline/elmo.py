@@ -31,10 +31,12 @@ from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import OptionsError
-from ..models.bilm_layer import load_weights
+from ..models.bilm_layer import get_bilm, load_weights, set_segment_cache
 from ..models.gradients import no_gradient
 from ..models.inline import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
+from ..models.loaders import load_named_weights
+from ..models.segment_cache import SegmentCache
 from ..models.types import BiLMModelT, WeightsLoaderT
 
 DEFAULT_CONFIG = Config().from_str(
@@ -59,6 +61,7 @@ def make_elmo(
     frozen: bool,
     doc_tensor: Optional[str],
     vector_hooks: bool,
+    frozen_cache_mb: int,
 ) -> "ElmoComponent":
     """Create the elmo component (factory ``elmo``).
 
@@ -69,9 +72,13 @@ def make_elmo(
         average of all layers), "top" (the last biLSTM layer) or null (nothing).
     vector_hooks (bool): make token, span and Doc ``.vector`` and
         ``.similarity`` read ``Doc.tensor`` (when ``doc_tensor`` is set).
+    frozen_cache_mb (int): in training with a frozen biLM, keep the layers of up
+        to this many MB of distinct sentences, so each is encoded once per run
+        rather than once per epoch (0: off).
     """
     return ElmoComponent(
-        nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks
+        nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks,
+        frozen_cache_mb=frozen_cache_mb,
     )
 
 
@@ -87,6 +94,7 @@ class ElmoComponent(TrainablePipe):
         frozen: bool = True,
         doc_tensor: Optional[str] = "mean",
         vector_hooks: bool = True,
+        frozen_cache_mb: int = 1024,
     ) -> None:
         if doc_tensor is not None and doc_tensor not in DOC_TENSOR_MIXES:
             raise OptionsError(
@@ -101,6 +109,7 @@ class ElmoComponent(TrainablePipe):
         self.listener_map: Dict[str, List[ElmoListener]] = {}
         self.cfg: Dict[str, Any] = {}
         self.model.attrs["replace_listener"] = replace_listener
+        self.segment_cache = SegmentCache(max_bytes=frozen_cache_mb * 2**20)
         self.frozen = frozen
 
     @property
@@ -110,6 +119,7 @@ class ElmoComponent(TrainablePipe):
     @frozen.setter
     def frozen(self, value: bool) -> None:
         self._frozen = value
+        self.segment_cache.clear()
         # Listeners replaced by an inline copy inherit the setting in their config.
         self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=value)
 
@@ -193,7 +203,12 @@ class ElmoComponent(TrainablePipe):
         if not self.listeners:
             return losses
         if self.frozen:
-            outputs = self.model.predict(docs)
+            # Fixed weights: each distinct span is encoded once per training run.
+            set_segment_cache(self.model, self.segment_cache)
+            try:
+                outputs = self.model.predict(docs)
+            finally:
+                set_segment_cache(self.model, None)
             accumulate_gradient = backprop = no_gradient
         else:
             set_dropout_rate(self.model, drop)
@@ -235,13 +250,17 @@ class ElmoComponent(TrainablePipe):
         nlp: Optional[Language] = None,
         weights_loader: Optional[WeightsLoaderT] = None,
     ) -> None:
-        """Load the biLM (``weights_loader``, e.g. ``spacy-elmo.original_weights.v1``)
+        """Load the biLM (``weights_loader``, e.g. ``spacy-elmo.elmo_weights.v1``)
         and size the listeners for it. Without a loader the biLM keeps the
-        weights it has (a trained pipeline) or fails with a clear error."""
+        weights it has (a trained pipeline), or gets the biLM that spacy-elmo
+        ships for the pipeline's language (a clear error for other languages)."""
         examples = list(islice(get_examples(), 10))  # may be empty: only weights are needed
         validate_examples(examples, "ElmoComponent.initialize")
+        if weights_loader is None and get_bilm(self.model) is None:
+            weights_loader = partial(load_named_weights, None, lang=self.vocab.lang)
         if weights_loader is not None:
             load_weights(self.model, weights_loader)
+        self.segment_cache.clear()
         self.model.initialize(X=[eg.predicted for eg in examples] or None)
         for listener in self.listeners:
             listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))
@@ -307,5 +326,6 @@ Language.factory(
         "frozen": True,
         "doc_tensor": "mean",
         "vector_hooks": True,
+        "frozen_cache_mb": 1024,
     },
 )(make_elmo)

@@ -56,7 +56,7 @@ min_count = 1
 path = null
 
 [model]
-# A named size ("fixture", "small", "medium", "original"); every setting below that is
+# A named size ("fixture", "compact", "small", "medium", "original"); every setting below that is
 # not null replaces the named size's value.
 size = "__SIZE__"
 lstm_dim = null

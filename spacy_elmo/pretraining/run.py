@@ -17,6 +17,7 @@ from wasabi import msg
 from ..errors import InputError
 from ..models.pytorch.options import BiLMOptions
 from ..models.pytorch.original_format import load_bilm, save_bilm
+from ..named_models import locate_model
 from ..output_files import atomic_output_path, check_output_dir, remove_stale_temp_files
 from ..stopping import raise_if_terminated
 from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state
@@ -45,6 +46,16 @@ PathLike = Union[str, Path]
 DIVERGENCE_FACTOR = 10
 
 
+def text_reading(config: PretrainConfig, output_dir: Path) -> Tuple[TextSplitter, TokenCache]:
+    """How a run splits its text into sentences, and its token cache in `output_dir`."""
+    corpus = config.corpus
+    splitter = TextSplitter(
+        tokenizer=corpus.tokenizer, split_sentences=corpus.split_sentences, max_window=corpus.max_window
+    )
+    settings = json.dumps([splitter.settings, corpus.format, corpus.text_field])
+    return splitter, TokenCache(output_dir / TOKENIZED_DIR, settings)
+
+
 def export_model(model: BiLMLanguageModel, vocab: Vocabulary, output_dir: PathLike) -> None:
     """Write the original-format biLM (options.json, weights.hdf5), softmax and vocabulary."""
     output_dir = Path(output_dir)
@@ -64,7 +75,10 @@ class PretrainRun:
         self.output_dir = Path(output_dir)
         self.processes = processes
         self.resume = resume
-        self.init_from = Path(init_from) if init_from is not None else None
+        # A path, or a model name (the shipped English biLM, a published one).
+        self.init_from, self.init_options = None, None
+        if init_from is not None:
+            self.init_from, self.init_options = locate_model(init_from)
         # A run's softmax.hdf5 and vocab.txt sit beside its weights.
         self.init_dir = None
         if self.init_from is not None:
@@ -72,13 +86,8 @@ class PretrainRun:
         self.checkpoint_path = self.output_dir / CHECKPOINT_NAME
         self.metrics = MetricsLog(self.output_dir / METRICS_NAME)
         corpus = config.corpus
-        self.splitter = TextSplitter(
-            tokenizer=corpus.tokenizer, split_sentences=corpus.split_sentences, max_window=corpus.max_window
-        )
+        self.splitter, self.token_cache = text_reading(config, self.output_dir)
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")
-        self.token_cache = TokenCache(
-            self.output_dir / TOKENIZED_DIR, json.dumps([self.splitter.settings, corpus.format, corpus.text_field])
-        )
         self.dev_files = resolve_corpus_files(corpus.dev, setting="corpus.dev") if corpus.dev else []
 
     def say(self, text: str) -> None:
@@ -247,7 +256,7 @@ class PretrainRun:
             return model
         if self.init_from is None:
             return build_model(self.config.bilm_options(), len(vocab), dropout=dropout)
-        bilm = load_bilm(self.init_from)
+        bilm = load_bilm(self.init_from, self.init_options)
         softmax_path = self.init_dir / SOFTMAX_NAME
         init_vocab = self.init_dir / VOCAB_NAME
         if softmax_path.exists() and init_vocab.exists() and (

@@ -6,7 +6,7 @@ from spacy.language import Language
 from spacy_elmo.models.bilm_layer import build_bilm_layer_v1
 from spacy_elmo.models.inline import build_tok2vec_elmo_v1
 from spacy_elmo.models.listener import build_elmo_listener_v1
-from spacy_elmo.models.loaders import build_original_weights_loader_v1
+from spacy_elmo.models.loaders import build_elmo_weights_loader_v1, build_original_weights_loader_v1
 from spacy_elmo.models.scalar_mix import build_scalar_mix_v1
 from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1
 from spacy_elmo.pipeline.elmo import make_elmo
@@ -21,6 +21,7 @@ MISC = {
     "spacy-elmo.sentence_spans.v1": build_sentence_spans_v1,
     "spacy-elmo.doc_spans.v1": build_doc_spans_v1,
     "spacy-elmo.original_weights.v1": build_original_weights_loader_v1,
+    "spacy-elmo.elmo_weights.v1": build_elmo_weights_loader_v1,
 }
 
 

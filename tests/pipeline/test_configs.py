@@ -29,7 +29,8 @@ def test_elmo_config_is_the_baseline_plus_elmo(baseline_name, elmo_name):
     assert elmo["nlp"]["pipeline"] == ["elmo"] + baseline["nlp"]["pipeline"]
     assert elmo["paths"]["elmo_model"] is None
     loader = elmo["initialize"]["components"]["elmo"]["weights_loader"]
-    assert loader["@misc"] == "spacy-elmo.original_weights.v1" and loader["path"] == "${paths.elmo_model}"
+    assert loader["@misc"] == "spacy-elmo.elmo_weights.v1" and loader["model"] == "${paths.elmo_model}"
+    assert loader["lang"] == "${nlp.lang}"
     for name, component in elmo["components"].items():
         if name == "elmo":
             continue

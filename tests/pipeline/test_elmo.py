@@ -8,6 +8,7 @@ from spacy.tokens import Doc, DocBin
 from spacy_elmo.doc_data import ElmoDocData
 from spacy_elmo.errors import SpacyElmoError, WeightsError
 from spacy_elmo.models.bilm_layer import get_bilm
+from spacy_elmo.models.loaders import load_named_weights
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.pipeline import ElmoComponent
 
@@ -95,10 +96,21 @@ def test_bad_settings_give_clear_errors():
         nlp.add_pipe("elmo", config={"model": {"size": "huge"}})
 
 
-def test_initialize_without_weights_explains_what_to_set():
+def test_a_blank_english_pipeline_gets_the_shipped_biLM_with_no_weights_given():
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
-    with pytest.raises(WeightsError, match="weights_loader"):
+    nlp.initialize()
+    doc = nlp("The bank of the river.")
+    shipped = load_named_weights("english-compact")
+    assert doc._.elmo.layers.shape == (shipped.n_output_layers, 6, shipped.output_dim)
+    assert doc.tensor.shape == (6, shipped.output_dim)
+    assert doc[1].similarity(nlp("She went to the bank to borrow money.")[4]) < 0.9999  # contextual
+
+
+def test_a_non_english_pipeline_without_weights_is_told_what_to_set():
+    nlp = spacy.blank("de")
+    nlp.add_pipe("elmo")
+    with pytest.raises(SpacyElmoError, match="ships no biLM for language 'de'.*paths.elmo_model"):
         nlp.initialize()
 
 

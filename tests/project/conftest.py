@@ -92,6 +92,7 @@ TINY_SETTINGS: Dict[str, object] = {
     "pretrain_eval_every": 2,
     "pretrain_checkpoint_every": 2,
     "pretrain_max_dev_sentences": 20,
+    "adapt_steps": 2,
     "train_max_steps": 6,
     "train_eval_frequency": 3,
 }

@@ -38,6 +38,11 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
 
     pretraining = project_dir / "pretraining" / "sample"
     assert not missing([pretraining / "options.json", pretraining / "weights.hdf5", pretraining / "metrics.jsonl"])
+    # `adapt` continued the shipped English biLM (its sizes) on the task's training sentences.
+    from spacy_elmo.named_models import model_files
+
+    shipped_options = json.loads(model_files("english-compact")[0].read_text())
+    assert json.loads((pretraining / "options.json").read_text()) == shipped_options
 
     wheel = project_dir / "packages" / "dist" / f"en_{package_name}-0.1.0-py3-none-any.whl"
     assert wheel.exists()
@@ -53,13 +58,13 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     # Nothing changed: a second run skips every step that has outputs.
     again = project_run(project_dir, "all", overrides)
     assert again.returncode == 0, output_of(again)[-3000:]
-    for step in ("pretrain", "train-elmo", "evaluate", "package"):
+    for step in ("adapt", "train-elmo", "evaluate", "package"):
         assert f"Skipping '{step}': nothing changed" in again.stdout
 
 
 def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
     (project_dir / "assets" / "raw_text" / "sample_public_domain.txt").unlink()
-    result = project_run(project_dir, "all", {}, timeout=120)
+    result = project_run(project_dir, "from-scratch", {}, timeout=120)
     output = output_of(result)
     assert result.returncode != 0
     assert "assets/raw_text/sample_public_domain.txt" in output

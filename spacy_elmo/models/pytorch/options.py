@@ -188,6 +188,8 @@ NAMED_SIZES: Dict[str, BiLMOptions] = {
         filters=[(1, 4), (2, 8), (3, 16), (4, 32), (5, 64)], n_highway=2, lstm_dim=64,
         projection_dim=16, char_embedding_dim=4,
     ),
+    # The shipped English biLM's size: a third of `small`, for CPU training and inference.
+    "compact": _options(filters=_ORIGINAL_FILTERS[:6], n_highway=1, lstm_dim=512, projection_dim=128),
     "small": _options(filters=_ORIGINAL_FILTERS, n_highway=1, lstm_dim=1024, projection_dim=128),
     "medium": _options(filters=_ORIGINAL_FILTERS, n_highway=1, lstm_dim=2048, projection_dim=256),
     "original": _options(filters=_ORIGINAL_FILTERS, n_highway=2, lstm_dim=4096, projection_dim=512),

@@ -1,0 +1,99 @@
+"""Build the training and held-out text of the shipped English biLM from ../shared/data/raw_text.
+
+Usage:
+    python scripts/prepare_english_corpus.py RAW_TEXT_DIR OUTPUT_DIR [--train-words 16000000]
+
+Held out **by document** (never a paragraph of a held-out document in training):
+- the last 300 articles of `wikipedia_en_recent.txt` and the last 30 of
+  `wikipedia_en_2015_core.txt` (article starts found from the `_titles.tsv` files: an article's
+  first paragraph starts with its title),
+- the last book of `gutenberg_pd_en.txt` and the last 2 speeches of
+  `us_presidential_speeches.txt` (from their `.tsv` manifests),
+- the last 500 lines of `stackexchange_small.txt` (its posts carry no document boundaries; the
+  tail is the last site's posts).
+Training text: every other paragraph of those files (Gutenberg books: every third paragraph, so
+that modern text dominates), shuffled with a fixed seed and cut at `--train-words` words.
+Writes OUTPUT_DIR/train.txt and OUTPUT_DIR/heldout.txt (one paragraph per line).
+"""
+import argparse
+import csv
+import random
+import sys
+from pathlib import Path
+from typing import List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from spacy_elmo.output_files import atomic_output_path  # noqa: E402
+
+
+def read_lines(path: Path) -> List[str]:
+    return path.read_text(encoding="utf8").splitlines()
+
+
+def wikipedia_split(text: Path, titles: Path, n_heldout: int) -> Tuple[List[str], List[str]]:
+    """Split before the first paragraph of the n-th last article."""
+    lines = read_lines(text)
+    with titles.open(encoding="utf8") as handle:
+        names = [row[1] for row in csv.reader(handle, delimiter="\t") if len(row) > 1]
+    for title in names[-n_heldout:]:
+        starts = [i for i in range(len(lines) - 1, len(lines) // 2, -1) if lines[i].startswith(title)]
+        if starts:
+            cut = min(starts)
+            return lines[:cut], lines[cut:]
+    raise SystemExit(f"{text}: no article start found for the last {n_heldout} titles")
+
+
+def manifest_split(text: Path, manifest: Path, n_heldout: int) -> Tuple[List[str], List[str]]:
+    lines = read_lines(text)
+    with manifest.open(encoding="utf8") as handle:
+        firsts = [int(row["first_line"]) for row in csv.DictReader(handle, delimiter="\t")]
+    cut = firsts[-n_heldout] - 1
+    return lines[:cut], lines[cut:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("raw_text", type=Path)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--train-words", type=int, default=16_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    raw = args.raw_text
+    splits = {
+        "wikipedia_recent": wikipedia_split(
+            raw / "wikipedia_en_recent.txt", raw / "wikipedia_en_recent_titles.tsv", 300),
+        "wikipedia_core": wikipedia_split(
+            raw / "wikipedia_en_2015_core.txt", raw / "wikipedia_en_2015_core_titles.tsv", 30),
+        "gutenberg": manifest_split(
+            raw / "gutenberg_pd_en.txt", raw / "gutenberg_pd_en.books.tsv", 1),
+        "speeches": manifest_split(
+            raw / "us_presidential_speeches.txt", raw / "us_presidential_speeches.docs.tsv", 2),
+    }
+    stackexchange = read_lines(raw / "stackexchange_small.txt")
+    splits["stackexchange"] = (stackexchange[:-500], stackexchange[-500:])
+    rng = random.Random(args.seed)
+    train: List[str] = []
+    heldout: List[str] = []
+    for name, (train_lines, heldout_lines) in splits.items():
+        keep = train_lines[::3] if name == "gutenberg" else train_lines
+        train.extend(line for line in keep if line.strip())
+        heldout.extend(line for line in heldout_lines if line.strip())
+        print(f"{name}: train {sum(len(l.split()) for l in keep):,} words, "
+              f"held out {sum(len(l.split()) for l in heldout_lines):,} words")
+    rng.shuffle(train)
+    kept, words = [], 0
+    for line in train:
+        if words >= args.train_words:
+            break
+        kept.append(line)
+        words += len(line.split())
+    args.output.mkdir(parents=True, exist_ok=True)
+    for name, lines in (("train.txt", kept), ("heldout.txt", heldout)):
+        with atomic_output_path(args.output / name) as tmp:
+            tmp.write_text("\n".join(lines) + "\n", encoding="utf8")
+    print(f"train.txt: {len(kept):,} paragraphs, {words:,} words; "
+          f"heldout.txt: {len(heldout):,} paragraphs, {sum(len(l.split()) for l in heldout):,} words")
+
+
+if __name__ == "__main__":
+    main()

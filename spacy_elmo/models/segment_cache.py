@@ -1,0 +1,43 @@
+"""The layers of each distinct span, kept while a frozen biLM trains its listeners.
+
+A frozen biLM gives a span the same layers every time it reads it (spans are
+encoded independently of each other and of the batch), so a training run needs
+them once per distinct span rather than once per epoch; the paper precomputes
+them too. The cache is bounded: spans beyond ``max_bytes`` are computed each time.
+"""
+from typing import Dict, Optional, Sequence, Tuple
+
+from thinc.types import Floats3d
+
+
+class SegmentCache:
+    """Layers *Shape:* ``(n_layers, n_words, width)`` per span, keyed by its words."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.n_bytes = 0
+        self.hits = self.misses = 0
+        self._layers: Dict[Tuple[str, ...], Floats3d] = {}
+
+    def get(self, words: Sequence[str]) -> Optional[Floats3d]:
+        layers = self._layers.get(tuple(words))
+        if layers is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return layers
+
+    def put(self, words: Sequence[str], layers: Floats3d) -> None:
+        if self.n_bytes + layers.nbytes <= self.max_bytes:
+            self._layers[tuple(words)] = layers.copy()
+            self.n_bytes += layers.nbytes
+
+    def clear(self) -> None:
+        self._layers.clear()
+        self.n_bytes = 0
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+

@@ -1,0 +1,50 @@
+"""The frozen biLM's per-span layer cache: bounded, and training reads each span once."""
+import numpy
+import pytest
+
+from spacy_elmo.models.segment_cache import SegmentCache
+
+from ..pipeline.util import elmo_nlp, train, TRAIN_DATA
+
+
+def test_the_cache_keeps_copies_up_to_its_bound():
+    cache = SegmentCache(max_bytes=2 * 3 * 2 * 4 * 4)  # two spans of 2 words, (3, 2, 4) float32
+    layers = numpy.ones((3, 2, 4), dtype="f")
+    cache.put(["a", "b"], layers)
+    layers[:] = 5
+    assert cache.get(["a", "b"]).max() == 1.0
+    cache.put(["c", "d"], layers)
+    cache.put(["e", "f"], layers)  # over the bound: not kept
+    assert len(cache) == 2 and cache.get(["e", "f"]) is None
+    assert (cache.hits, cache.misses) == (1, 1)
+    cache.clear()
+    assert len(cache) == 0 and cache.n_bytes == 0
+
+
+@pytest.fixture()
+def weights(allennlp_model_dir):
+    return allennlp_model_dir / "lm_weights.hdf5"
+
+
+def test_frozen_training_encodes_each_sentence_once_with_the_same_results(weights, one_torch_thread):
+    cached = elmo_nlp(weights)
+    uncached = elmo_nlp(weights, elmo_config={"frozen_cache_mb": 0})
+    losses = [train(nlp, n_steps=4) for nlp in (cached, uncached)]
+    elmo = cached.get_pipe("elmo")
+    assert len(elmo.segment_cache) == len(TRAIN_DATA)
+    assert elmo.segment_cache.hits == 3 * len(TRAIN_DATA)
+    assert len(uncached.get_pipe("elmo").segment_cache) == 0
+    assert losses[0]["tagger"] == pytest.approx(losses[1]["tagger"], rel=1e-5)
+    assert "segment_cache" not in elmo.model.attrs or elmo.model.attrs["segment_cache"] is None
+    cached.to_bytes()  # the cache is not part of the pipeline
+
+
+def test_the_cache_is_dropped_when_the_biLM_is_unfrozen(weights, one_torch_thread):
+    nlp = elmo_nlp(weights)
+    train(nlp, n_steps=1)
+    elmo = nlp.get_pipe("elmo")
+    assert len(elmo.segment_cache) > 0
+    elmo.frozen = False
+    assert len(elmo.segment_cache) == 0
+    train(nlp, n_steps=1)
+    assert len(elmo.segment_cache) == 0

@@ -1,0 +1,141 @@
+"""Published models by name: downloaded once from a local server on 127.0.0.1 (the fixture
+biLM under AllenNLP's URL layout), verified, cached, and reused offline."""
+import contextlib
+import functools
+import shutil
+import socket
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy
+import pytest
+
+from spacy_elmo.errors import InputError
+from spacy_elmo.models.loaders import load_named_weights
+from spacy_elmo.named_models import NAMED_MODELS, model_files
+
+SMALL = NAMED_MODELS["small"]
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+class TruncatingHandler(QuietHandler):
+    """Announces the full size, sends half, and hangs up."""
+
+    def do_GET(self) -> None:
+        path = Path(self.translate_path(self.path))
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.wfile.flush()
+        self.close_connection = True
+
+
+@contextlib.contextmanager
+def serving(directory: Path, handler=QuietHandler):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture()
+def published_layout(tmp_path: Path, allennlp_model_dir: Path) -> Path:
+    """The fixture biLM where AllenNLP keeps `small`: FOLDER/elmo_FOLDER_{options.json,weights.hdf5}."""
+    root = tmp_path / "server"
+    folder = root / SMALL.folder
+    folder.mkdir(parents=True)
+    options_name, weights_name = SMALL.file_names()
+    shutil.copy(allennlp_model_dir / "options.json", folder / options_name)
+    shutil.copy(allennlp_model_dir / "lm_weights.hdf5", folder / weights_name)
+    return root
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_a_published_model_is_downloaded_once_and_then_used_offline(
+    published_layout: Path, tmp_path: Path, fixture_bilm, one_torch_thread
+):
+    cache = tmp_path / "cache"
+    with serving(published_layout) as url:
+        options, weights = model_files("small", cache=cache, url=url)
+    served = published_layout / SMALL.folder
+    assert options.read_bytes() == (served / SMALL.file_names()[0]).read_bytes()
+    assert weights.read_bytes() == (served / SMALL.file_names()[1]).read_bytes()
+    assert sorted(p.name for p in weights.parent.iterdir()) == sorted(SMALL.file_names())
+    # The server is gone: the cached files are used without the network.
+    assert model_files("small", cache=cache, url=closed_port_url()) == (options, weights)
+    bilm = load_named_weights("small", cache_dir=cache, base_url=closed_port_url())
+    import torch
+
+    from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+
+    ids = batch_to_char_ids([["The", "cat", "sat", "."]])
+    with torch.no_grad():
+        expected = fixture_bilm(ids).layers
+        got = bilm(ids).layers
+    numpy.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_the_environment_sets_the_cache_and_the_base_url(published_layout: Path, tmp_path: Path, monkeypatch):
+    cache = tmp_path / "env-cache"
+    with serving(published_layout) as url:
+        monkeypatch.setenv("SPACY_ELMO_CACHE", str(cache))
+        monkeypatch.setenv("SPACY_ELMO_BASE_URL", url + "/")
+        options, weights = model_files("small")
+    assert options.parent == cache / SMALL.folder and weights.is_file()
+
+
+def test_offline_first_use_says_where_to_place_the_files(tmp_path: Path):
+    cache = tmp_path / "cache"
+    with pytest.raises(InputError) as err:
+        model_files("small", cache=cache, url=closed_port_url())
+    message = str(err.value)
+    assert "Could not download ELMo model 'small'" in message
+    assert str(cache / SMALL.folder / SMALL.file_names()[0]) in message
+    assert "SPACY_ELMO_CACHE" in message and "\n" not in message
+    assert not any(path.is_file() for path in cache.rglob("*"))
+
+
+def test_an_interrupted_download_leaves_nothing_and_a_retry_completes(published_layout: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    with serving(published_layout, TruncatingHandler) as url:
+        with pytest.raises(InputError, match="Incomplete download .*run again"):
+            model_files("small", cache=cache, url=url)
+    assert not any(path.is_file() for path in cache.rglob("*"))
+    with serving(published_layout) as url:
+        options, weights = model_files("small", cache=cache, url=url)
+    assert weights.stat().st_size == (published_layout / SMALL.folder / weights.name).stat().st_size
+
+
+def test_a_file_that_is_not_a_model_is_refused_and_not_cached(published_layout: Path, tmp_path: Path):
+    weights = published_layout / SMALL.folder / SMALL.file_names()[1]
+    weights.write_text("<html>Access denied</html>")
+    cache = tmp_path / "cache"
+    with serving(published_layout) as url:
+        with pytest.raises(InputError, match="is not an HDF5 file"):
+            model_files("small", cache=cache, url=url)
+    assert not (cache / SMALL.folder / weights.name).exists()
+    assert [p.name for p in (cache / SMALL.folder).iterdir()] == [SMALL.file_names()[0]]
+
+
+def test_a_missing_file_on_the_server_is_a_clear_error(tmp_path: Path):
+    (tmp_path / "empty").mkdir()
+    with serving(tmp_path / "empty") as url:
+        with pytest.raises(InputError, match=r"Could not download .* \(HTTP 404 "):
+            model_files("medium", cache=tmp_path / "cache", url=url)

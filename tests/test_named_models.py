@@ -1,0 +1,69 @@
+"""Models by name: the shipped English biLM, names vs paths, the default per language."""
+import json
+from pathlib import Path
+
+import pytest
+
+from spacy_elmo.errors import InputError
+from spacy_elmo.models.loaders import load_named_weights
+from spacy_elmo.models.pytorch.original_format import load_bilm
+from spacy_elmo.named_models import DEFAULT_MODELS, NAMED_MODELS, default_model, locate_model, model_files
+
+
+def test_the_shipped_english_model_is_in_the_package_and_loads_offline(monkeypatch):
+    monkeypatch.setenv("SPACY_ELMO_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    options, weights = model_files("english-compact")
+    assert options.parent == weights.parent == Path(spacy_elmo_root(), "resources", "english_compact")
+    bilm = load_named_weights(None, lang="en")
+    card = (weights.parent / "MODEL_CARD.md").read_text(encoding="utf8")
+    assert json.loads(options.read_text())["lstm"]["projection_dim"] * 2 == bilm.output_dim
+    for credit in ("Wikipedia", "Stack Exchange", "CC BY-SA", "Project Gutenberg", "perplexity"):
+        assert credit in card
+    assert weights.stat().st_size < 40_000_000
+
+
+def spacy_elmo_root() -> Path:
+    import spacy_elmo
+
+    return Path(spacy_elmo.__file__).parent
+
+
+def test_english_defaults_to_the_shipped_model_and_other_languages_are_told_what_to_do():
+    assert default_model("en") == "english-compact" and NAMED_MODELS[DEFAULT_MODELS["en"]].shipped
+    with pytest.raises(InputError, match="ships no biLM for language 'fr'.*spacy_elmo pretrain"):
+        default_model("fr")
+
+
+def test_a_path_wins_over_a_name_and_an_unknown_name_lists_the_known_ones(tmp_path, allennlp_model_dir, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small").symlink_to(allennlp_model_dir)
+    assert locate_model("small") == (Path("small"), None)
+    with pytest.raises(InputError, match="nope: no such file or directory, and not an ELMo model name "
+                       r"\(english-compact, small, medium, original, original-5.5b\)"):
+        locate_model("nope")
+
+
+def test_the_config_loader_takes_a_name_a_path_or_nothing(allennlp_model_dir):
+    from spacy import registry
+
+    loader = registry.misc.get("spacy-elmo.elmo_weights.v1")
+    by_path = loader(model=str(allennlp_model_dir))()
+    reference = load_bilm(allennlp_model_dir)
+    assert by_path.options == reference.options
+    assert loader(model=None, lang="en")().options == load_named_weights("english-compact").options
+    with pytest.raises(InputError, match="language 'nl'"):
+        loader(model=None, lang="nl")()
+
+
+def test_ud_and_ner_elmo_configs_use_the_shipped_model_when_no_model_is_given():
+    from spacy import registry
+    from spacy.util import load_config
+
+    shipped = load_named_weights("english-compact")
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    for name in ("ud_elmo.cfg", "ner_elmo.cfg"):
+        config = load_config(configs / name, interpolate=True)
+        loader = config["initialize"]["components"]["elmo"]["weights_loader"]
+        assert loader["model"] is None and loader["lang"] == "en"
+        bilm = registry.resolve({"loader": loader})["loader"]()
+        assert bilm.options == shipped.options
