@@ -11,8 +11,8 @@ Held out **by document** (never a paragraph of a held-out document in training):
   `us_presidential_speeches.txt` (from their `.tsv` manifests),
 - the last 500 lines of `stackexchange_small.txt` (its posts carry no document boundaries; the
   tail is the last site's posts).
-Training text: every other paragraph of those files (Gutenberg books: every third paragraph, so
-that modern text dominates), shuffled with a fixed seed and cut at `--train-words` words.
+Training text: all the other paragraphs of those files (of the Gutenberg books every third
+paragraph, so that modern text dominates), shuffled with a fixed seed and cut at `--train-words` words.
 Writes OUTPUT_DIR/train.txt and OUTPUT_DIR/heldout.txt (one paragraph per line).
 """
 import argparse

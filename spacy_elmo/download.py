@@ -5,6 +5,7 @@ when every byte the server announced has arrived and the content looks right (JS
 parses, HDF5 has its signature); an interrupted download leaves nothing behind and
 simply starts again next time. A file already in place is used without any network.
 """
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import InputError
-from .output_files import atomic_output_path, remove_stale_temp_files
+from .output_files import atomic_output_path, check_output_file, remove_stale_temp_files
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 CHUNK = 1 << 20
@@ -23,20 +24,24 @@ def download(url: str, destination: Path, *, what: str = "file") -> Path:
     """Return `destination`, fetching it from `url` first if it is not there."""
     if destination.is_file():
         return destination
+    if not url.startswith(("http://", "https://")):
+        raise InputError(f"Cannot download {what} from {url}: the base URL must start with http:// or https://")
+    check_output_file(destination, what="The model cache file")  # a writable cache, before any network
     remove_stale_temp_files(destination.parent, [destination.name])
     try:
         with atomic_output_path(destination) as tmp:
             _fetch(url, tmp, what=what)
             _verify(tmp, url)
-    except (urllib.error.URLError, OSError) as err:
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
         if isinstance(err, urllib.error.HTTPError):
             reason = f"HTTP {err.code} {err.reason}"
         else:
             reason = getattr(err, "reason", None) or err
         raise InputError(
             f"Could not download {what} from {url} ({reason}). Without internet access, fetch "
-            f"that URL on another machine and place the file at {destination} (the cache folder is "
-            "set by SPACY_ELMO_CACHE; SPACY_ELMO_BASE_URL points at a mirror)"
+            f"that URL on another machine and place the file at {destination} (a model needs both "
+            "its *_options.json and *_weights.hdf5 there; the cache folder and the base URL are "
+            "set by the loader's cache_dir and base_url, or SPACY_ELMO_CACHE and SPACY_ELMO_BASE_URL)"
         ) from None
     return destination
 

@@ -60,8 +60,8 @@ NAMED_MODELS: Dict[str, NamedModel] = {
     )
 }
 
-#: The biLM a pipeline gets when no weights are given, per language.
-DEFAULT_MODELS: Dict[str, str] = {"en": "english-compact"}
+#: The biLM a pipeline gets when no weights are given, per language: the shipped ones.
+DEFAULT_MODELS: Dict[str, str] = {model.lang: model.name for model in NAMED_MODELS.values() if model.shipped}
 
 
 def default_model(lang: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from spacy_elmo.errors import InputError
+from spacy_elmo.errors import InputError, SpacyElmoError
 from spacy_elmo.models.loaders import load_named_weights
 from spacy_elmo.named_models import NAMED_MODELS, model_files
 
@@ -99,6 +99,23 @@ def test_the_environment_sets_the_cache_and_the_base_url(published_layout: Path,
         monkeypatch.setenv("SPACY_ELMO_BASE_URL", url + "/")
         options, weights = model_files("small")
     assert options.parent == cache / SMALL.folder and weights.is_file()
+
+
+def test_the_default_cache_follows_xdg_and_a_bad_base_url_is_refused(tmp_path: Path, monkeypatch):
+    from spacy_elmo.named_models import cache_dir
+
+    monkeypatch.delenv("SPACY_ELMO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "spacy-elmo"
+    with pytest.raises(InputError, match="must start with http:// or https://"):
+        model_files("small", cache=tmp_path / "cache", url="mirror.example")
+
+
+def test_a_cache_that_cannot_be_written_is_named_before_any_download(tmp_path: Path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    with pytest.raises(SpacyElmoError, match="cache"):
+        model_files("small", cache=blocker, url=closed_port_url())
 
 
 def test_offline_first_use_says_where_to_place_the_files(tmp_path: Path):

@@ -36,10 +36,10 @@ NO_WEIGHTS = (
     "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "
     "initialize, e.g. in the config:\n"
     "[initialize.components.elmo.weights_loader]\n"
-    '@misc = "spacy-elmo.original_weights.v1"\n'
-    "path = ${paths.elmo_model}\n"
-    "(a directory with options.json and weights.hdf5), or set `size` in the biLM's "
-    "model config for a randomly initialised biLM."
+    '@misc = "spacy-elmo.elmo_weights.v1"\n'
+    "model = ${paths.elmo_model}\n"
+    "(a model name such as english-compact, or a directory with options.json and "
+    "weights.hdf5), or set `size` in the biLM's model config for a randomly initialised biLM."
 )
 
 

@@ -44,7 +44,8 @@ def build_elmo_weights_loader_v1(
         ``.hdf5`` file with ``options.json`` beside it. Null: the default for `lang`.
     lang (str): the pipeline's language (``${nlp.lang}``), for the default.
     cache_dir (Optional[Path]): where downloaded models are kept (default:
-        ``SPACY_ELMO_CACHE`` or ``~/.cache/spacy-elmo``).
+        ``SPACY_ELMO_CACHE``, else ``$XDG_CACHE_HOME/spacy-elmo``, else
+        ``~/.cache/spacy-elmo``).
     base_url (Optional[str]): where they are downloaded from (default:
         ``SPACY_ELMO_BASE_URL`` or AllenNLP's public bucket).
     """

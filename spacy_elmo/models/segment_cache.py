@@ -18,6 +18,13 @@ class SegmentCache:
         self.n_bytes = 0
         self.hits = self.misses = 0
         self._layers: Dict[Tuple[str, ...], Floats3d] = {}
+        self._source: Optional[object] = None
+
+    def serve(self, source: object) -> None:
+        """Hold layers of `source` (the biLM): another biLM empties the cache first."""
+        if source is not self._source:
+            self.clear()
+            self._source = source
 
     def get(self, words: Sequence[str]) -> Optional[Floats3d]:
         layers = self._layers.get(tuple(words))
@@ -28,11 +35,13 @@ class SegmentCache:
         return layers
 
     def put(self, words: Sequence[str], layers: Floats3d) -> None:
-        if self.n_bytes + layers.nbytes <= self.max_bytes:
-            self._layers[tuple(words)] = layers.copy()
+        key = tuple(words)
+        if key not in self._layers and self.n_bytes + layers.nbytes <= self.max_bytes:
+            self._layers[key] = layers.copy()
             self.n_bytes += layers.nbytes
 
     def clear(self) -> None:
+        self._source = None
         self._layers.clear()
         self.n_bytes = 0
         self.hits = self.misses = 0

@@ -35,7 +35,7 @@ from ..models.bilm_layer import get_bilm, load_weights, set_segment_cache
 from ..models.gradients import no_gradient
 from ..models.inline import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
-from ..models.loaders import load_named_weights
+from ..models.loaders import build_elmo_weights_loader_v1
 from ..models.segment_cache import SegmentCache
 from ..models.types import BiLMModelT, WeightsLoaderT
 
@@ -74,7 +74,8 @@ def make_elmo(
         ``.similarity`` read ``Doc.tensor`` (when ``doc_tensor`` is set).
     frozen_cache_mb (int): in training with a frozen biLM, keep the layers of up
         to this many MB of distinct sentences, so each is encoded once per run
-        rather than once per epoch (0: off).
+        rather than once per epoch (0: off). The memory is on the biLM's device
+        and is held as long as the component.
     """
     return ElmoComponent(
         nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks,
@@ -96,6 +97,8 @@ class ElmoComponent(TrainablePipe):
         vector_hooks: bool = True,
         frozen_cache_mb: int = 1024,
     ) -> None:
+        if frozen_cache_mb < 0:
+            raise OptionsError(f"frozen_cache_mb must be 0 (off) or more, got {frozen_cache_mb}")
         if doc_tensor is not None and doc_tensor not in DOC_TENSOR_MIXES:
             raise OptionsError(
                 f"doc_tensor must be one of {', '.join(DOC_TENSOR_MIXES)} or null, got {doc_tensor!r}"
@@ -204,6 +207,7 @@ class ElmoComponent(TrainablePipe):
             return losses
         if self.frozen:
             # Fixed weights: each distinct span is encoded once per training run.
+            self.segment_cache.serve(get_bilm(self.model))
             set_segment_cache(self.model, self.segment_cache)
             try:
                 outputs = self.model.predict(docs)
@@ -257,7 +261,7 @@ class ElmoComponent(TrainablePipe):
         examples = list(islice(get_examples(), 10))  # may be empty: only weights are needed
         validate_examples(examples, "ElmoComponent.initialize")
         if weights_loader is None and get_bilm(self.model) is None:
-            weights_loader = partial(load_named_weights, None, lang=self.vocab.lang)
+            weights_loader = build_elmo_weights_loader_v1(lang=self.vocab.lang)
         if weights_loader is not None:
             load_weights(self.model, weights_loader)
         self.segment_cache.clear()

@@ -17,8 +17,21 @@ def test_the_cache_keeps_copies_up_to_its_bound():
     cache.put(["e", "f"], layers)  # over the bound: not kept
     assert len(cache) == 2 and cache.get(["e", "f"]) is None
     assert (cache.hits, cache.misses) == (1, 1)
+    cache.put(["a", "b"], layers)  # already there: neither replaced nor counted twice
+    assert cache.get(["a", "b"]).max() == 1.0 and cache.n_bytes == 2 * layers.nbytes
     cache.clear()
     assert len(cache) == 0 and cache.n_bytes == 0
+
+
+def test_another_biLM_empties_the_cache():
+    cache = SegmentCache(max_bytes=1 << 20)
+    first, second = object(), object()
+    cache.serve(first)
+    cache.put(["a"], numpy.ones((3, 1, 4), dtype="f"))
+    cache.serve(first)
+    assert len(cache) == 1
+    cache.serve(second)
+    assert len(cache) == 0
 
 
 @pytest.fixture()
@@ -37,6 +50,38 @@ def test_frozen_training_encodes_each_sentence_once_with_the_same_results(weight
     assert losses[0]["tagger"] == pytest.approx(losses[1]["tagger"], rel=1e-5)
     assert "segment_cache" not in elmo.model.attrs or elmo.model.attrs["segment_cache"] is None
     cached.to_bytes()  # the cache is not part of the pipeline
+
+
+def test_repeated_and_whitespace_sentences_come_back_identical(weights, one_torch_thread):
+    nlp = elmo_nlp(weights)
+    elmo = nlp.get_pipe("elmo")
+    from spacy.training import Example
+
+    texts = ["The  bank of the river .", "The  bank of the river .", "Green eggs ."]
+    examples = [Example.from_dict(nlp.make_doc(t), {}) for t in texts]
+    for _ in range(2):
+        elmo.update(examples)
+    assert len(elmo.segment_cache) == 2
+    expected = elmo.predict([nlp.make_doc(t) for t in texts])
+    from spacy_elmo.models.bilm_layer import set_segment_cache
+
+    set_segment_cache(elmo.model, elmo.segment_cache)
+    try:
+        cached = elmo.predict([nlp.make_doc(t) for t in texts])
+    finally:
+        set_segment_cache(elmo.model, None)
+    for got, want in zip(cached, expected):
+        numpy.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-6)
+    assert numpy.all(cached[0][:, 1] == 0)  # the whitespace token gets zeros, cached or not
+
+
+def test_a_negative_cache_size_is_refused():
+    import spacy
+
+    from spacy_elmo.errors import OptionsError
+
+    with pytest.raises(OptionsError, match="frozen_cache_mb must be 0"):
+        spacy.blank("en").add_pipe("elmo", config={"frozen_cache_mb": -1})
 
 
 def test_the_cache_is_dropped_when_the_biLM_is_unfrozen(weights, one_torch_thread):

@@ -41,8 +41,9 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     # `adapt` continued the shipped English biLM (its sizes) on the task's training sentences.
     from spacy_elmo.named_models import model_files
 
-    shipped_options = json.loads(model_files("english-compact")[0].read_text())
-    assert json.loads((pretraining / "options.json").read_text()) == shipped_options
+    shipped_options, shipped_weights = model_files("english-compact")
+    assert json.loads((pretraining / "options.json").read_text()) == json.loads(shipped_options.read_text())
+    assert (pretraining / "vocab.txt").read_text() == (shipped_weights.parent / "vocab.txt").read_text()
 
     wheel = project_dir / "packages" / "dist" / f"en_{package_name}-0.1.0-py3-none-any.whl"
     assert wheel.exists()
