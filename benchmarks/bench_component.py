@@ -25,7 +25,7 @@ def read_texts(path: Path, n: int, seed: int) -> List[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="small", choices=["fixture", "small", "medium", "original"])
+    parser.add_argument("--size", default="small", choices=["fixture", "compact", "small", "medium", "original"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--n-sentences", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)

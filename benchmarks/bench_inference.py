@@ -81,7 +81,7 @@ def run_one(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", default="original", choices=["fixture", "small", "medium", "original"])
+    parser.add_argument("--size", default="original", choices=["fixture", "compact", "small", "medium", "original"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--n-sentences", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
