@@ -128,6 +128,6 @@ def locate_model(
         options, weights = model_files(str(model), cache=cache, url=url)
         return weights, options
     raise InputError(
-        f"{model}: no such file or directory, and not an ELMo model name "
-        f"({', '.join(NAMED_MODELS)})"
+        f"Weights file not found: {model} (no such file or directory, and not an ELMo model name: "
+        f"{', '.join(NAMED_MODELS)})"
     )

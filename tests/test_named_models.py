@@ -40,8 +40,8 @@ def test_a_path_wins_over_a_name_and_an_unknown_name_lists_the_known_ones(tmp_pa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "small").symlink_to(allennlp_model_dir)
     assert locate_model("small") == (Path("small"), None)
-    with pytest.raises(InputError, match="nope: no such file or directory, and not an ELMo model name "
-                       r"\(english-compact, small, medium, original, original-5.5b\)"):
+    with pytest.raises(InputError, match="Weights file not found: nope .no such file or directory, and not an "
+                       r"ELMo model name: english-compact, small, medium, original, original-5.5b\)"):
         locate_model("nope")
 
 
