@@ -107,10 +107,10 @@ def model_files(
         return paths
     folder = cache_dir(cache) / model.folder
     remote = f"{base_url(url)}/{model.folder}"
-    return tuple(  # type: ignore[return-value]
-        download(f"{remote}/{file_name}", folder / file_name, what=f"ELMo model {name!r}")
-        for file_name in (options_name, weights_name)
-    )
+    what = f"ELMo model {name!r}"
+    options = download(f"{remote}/{options_name}", folder / options_name, what=what)
+    weights = download(f"{remote}/{weights_name}", folder / weights_name, what=what)
+    return options, weights
 
 
 def locate_model(

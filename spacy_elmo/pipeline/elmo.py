@@ -264,7 +264,6 @@ class ElmoComponent(TrainablePipe):
             weights_loader = build_elmo_weights_loader_v1(lang=self.vocab.lang)
         if weights_loader is not None:
             load_weights(self.model, weights_loader)
-        self.segment_cache.clear()
         self.model.initialize(X=[eg.predicted for eg in examples] or None)
         for listener in self.listeners:
             listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))

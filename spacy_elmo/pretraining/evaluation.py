@@ -6,37 +6,23 @@ weights.hdf5), its softmax and vocabulary, and the config, whose corpus settings
 The unigram baseline counts the run's training text again; its token cache makes
 that a read of the tokenized file, not a second tokenization.
 """
-from itertools import islice
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 
 from ..errors import InputError
 from ..models.pytorch.original_format import load_bilm
-from .config import PretrainConfig, load_config
-from .corpus import CorpusReader, Sentence, TextSplitter, resolve_corpus_files
+from .config import load_config
+from .corpus import CorpusReader, resolve_corpus_files
 from .processes import Processes
-from .run import CONFIG_NAME, VOCAB_NAME, text_reading
+from .run import CONFIG_NAME, VOCAB_NAME, read_sentences, text_reading
 from .softmax import SOFTMAX_NAME, load_softmax
 from .statistics import count_corpus, unigram_perplexity
 from .trainer import Trainer, language_model
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]
-
-
-def read_sentences(
-    files: Sequence[Path], splitter: TextSplitter, config: PretrainConfig, max_sentences: Optional[int]
-) -> List[Sentence]:
-    reader = CorpusReader(
-        list(files), splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
-        shuffle_files=False, name="text",
-    )
-    sentences = list(islice(reader.sentences(), max_sentences))
-    if not sentences:
-        raise InputError(f"No sentences in {', '.join(map(str, files))}")
-    return sentences
 
 
 def run_perplexity(
@@ -52,7 +38,7 @@ def run_perplexity(
     config = load_config(run_dir / CONFIG_NAME, {})
     splitter, cache = text_reading(config, run_dir)
     files = [file for text in texts for file in resolve_corpus_files(str(text), setting="text")]
-    sentences = read_sentences(files, splitter, config, max_sentences)
+    sentences = read_sentences(files, splitter, config, max_sentences, name="text")
     vocab = Vocabulary.from_disk(run_dir / VOCAB_NAME)
     bilm = load_bilm(run_dir)
     softmax = load_softmax(run_dir / SOFTMAX_NAME, vocab_size=len(vocab), dim=bilm.options.projection_dim)

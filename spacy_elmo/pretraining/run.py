@@ -56,6 +56,20 @@ def text_reading(config: PretrainConfig, output_dir: Path) -> Tuple[TextSplitter
     return splitter, TokenCache(output_dir / TOKENIZED_DIR, settings)
 
 
+def read_sentences(
+    files: List[Path], splitter: TextSplitter, config: PretrainConfig, max_sentences: Optional[int], *, name: str
+) -> List[Sentence]:
+    """The first `max_sentences` sentences (all: None) of held-out text, read in order."""
+    reader = CorpusReader(
+        files, splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
+        shuffle_files=False, name=name,
+    )
+    sentences = list(islice(reader.sentences(), max_sentences))
+    if not sentences:
+        raise TrainingError(f"{name}: no sentences in {', '.join(map(str, files[:3]))} (empty corpus)")
+    return sentences
+
+
 def export_model(model: BiLMLanguageModel, vocab: Vocabulary, output_dir: PathLike) -> None:
     """Write the original-format biLM (options.json, weights.hdf5), softmax and vocabulary."""
     output_dir = Path(output_dir)
@@ -280,15 +294,9 @@ class PretrainRun:
     def _dev_sentences(self) -> Optional[List[Sentence]]:
         if not self.dev_files:
             return None
-        config = self.config.corpus
-        reader = CorpusReader(
-            self.dev_files, self.splitter, fmt=config.format, text_field=config.text_field,
-            shuffle_files=False, name="corpus.dev",
+        return read_sentences(
+            self.dev_files, self.splitter, self.config, self.config.corpus.max_dev_sentences, name="corpus.dev"
         )
-        sentences = list(islice(reader.sentences(), config.max_dev_sentences))
-        if not sentences:
-            raise TrainingError(f"corpus.dev: no sentences in {', '.join(map(str, self.dev_files[:3]))} (empty corpus)")
-        return sentences
 
     # -- checkpoints ------------------------------------------------------------------------
 
