@@ -219,27 +219,33 @@ class PretrainConfig:
 
     def bilm_options(self) -> BiLMOptions:
         """The model sizes: the named size with every non-null setting replacing its value."""
-        options = NAMED_SIZES[self.model.size].to_dict()
-        for key in MODEL_KEYS:
-            value = getattr(self.model, key)
-            if value is None:
-                continue
-            section = "char_cnn" if key in ("n_highway", "filters") else "lstm"
-            if key == "char_embedding_dim":
-                options["char_cnn"]["embedding"] = {"dim": value}
-            else:
-                options[section]["dim" if key == "lstm_dim" else key] = value
-        try:
-            return BiLMOptions.from_dict(options, source="[model]")
-        except OptionsError as err:
-            raise ConfigError(str(err)) from None
+        return resolve_model(self.model)
 
     def model_sections(self) -> Dict[str, Any]:
-        """The settings a resumed run must share with its checkpoint."""
+        """The settings a resumed run must share with its checkpoint: the model as resolved
+        (a named size or the same sizes spelled out), the softmax and the vocabulary."""
         return {
-            "model": dataclasses.asdict(self.model), "softmax": dataclasses.asdict(self.softmax),
+            "model": self.bilm_options().to_dict(), "softmax": dataclasses.asdict(self.softmax),
             "vocab": dataclasses.asdict(self.vocab),
         }
+
+
+def resolve_model(model: ModelConfig) -> BiLMOptions:
+    """``[model]`` as biLM options: the named size with every non-null setting replacing its value."""
+    options = NAMED_SIZES[model.size].to_dict()
+    for key in MODEL_KEYS:
+        value = getattr(model, key)
+        if value is None:
+            continue
+        section = "char_cnn" if key in ("n_highway", "filters") else "lstm"
+        if key == "char_embedding_dim":
+            options["char_cnn"]["embedding"] = {"dim": value}
+        else:
+            options[section]["dim" if key == "lstm_dim" else key] = value
+    try:
+        return BiLMOptions.from_dict(options, source="[model]")
+    except OptionsError as err:
+        raise ConfigError(str(err)) from None
 
 
 _SECTIONS = {

@@ -21,7 +21,7 @@ from ..named_models import locate_model
 from ..output_files import atomic_output_path, check_output_dir, remove_stale_temp_files
 from ..stopping import raise_if_terminated
 from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state
-from .config import PretrainConfig
+from .config import ModelConfig, PretrainConfig, resolve_model
 from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, resolve_corpus_files
 from .errors import CheckpointError, ConfigError, TrainingError
 from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, plot_perplexity
@@ -159,7 +159,7 @@ class PretrainRun:
                 remove_stale_temp_files(directory)  # left by a run killed while saving
         if self.resume:
             checkpoint = load_checkpoint(self.checkpoint_path)
-            saved = checkpoint.get("sections")
+            saved = _resolved_sections(checkpoint.get("sections"))
             if saved != self.config.model_sections():
                 changed = sorted(
                     name for name, value in self.config.model_sections().items()
@@ -436,3 +436,11 @@ def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int
     for part_counts, _, _ in parts:
         counts.update(part_counts)
     return counts, sum(part[1] for part in parts), sum(part[2] for part in parts)
+
+
+def _resolved_sections(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """A checkpoint's settings with ``[model]`` as resolved biLM options (earlier checkpoints
+    hold the section as written: a size name and its overrides)."""
+    if saved and "size" in saved.get("model", {}):
+        saved = {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
+    return saved

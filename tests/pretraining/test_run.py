@@ -1,4 +1,5 @@
 """End-to-end pretraining runs on a tiny corpus (fixture-size biLM, one process, CPU)."""
+import dataclasses
 import json
 import math
 import shutil
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
-from spacy_elmo.models.pytorch.options import BiLMOptions
+from spacy_elmo.models.pytorch.options import NAMED_SIZES, BiLMOptions
 from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
@@ -273,6 +274,26 @@ def test_resume_refuses_another_corpus_or_a_step_limit_already_passed(tmp_path, 
     link = tmp_path / "link.txt"
     link.symlink_to(tiny_text)
     assert pretrain(fast_config(link, training__max_steps=8), output_dir, resume=True)["step"] == 8
+
+
+def test_resume_accepts_the_same_model_spelled_out_and_older_checkpoints(tmp_path, tiny_text):
+    output_dir = tmp_path / "out"
+    pretrain(fast_config(tiny_text, training__max_steps=2, training__checkpoint_every=2), output_dir)
+    fixture = NAMED_SIZES["fixture"]
+    spelled_out = {
+        "model__size": "small", "model__lstm_dim": fixture.lstm_dim, "model__projection_dim": fixture.projection_dim,
+        "model__n_layers": fixture.n_layers, "model__n_highway": fixture.n_highway,
+        "model__char_embedding_dim": fixture.char_embedding_dim, "model__filters": [list(f) for f in fixture.filters],
+        "model__cell_clip": fixture.cell_clip, "model__proj_clip": fixture.proj_clip,
+        "model__use_skip_connections": fixture.use_skip_connections,
+    }
+    assert pretrain(fast_config(tiny_text, training__max_steps=3, **spelled_out), output_dir, resume=True)["step"] == 3
+    # A checkpoint that stored [model] as written (size name and overrides) still resumes.
+    checkpoint_path = output_dir / "checkpoint.pt"
+    checkpoint = torch.load(checkpoint_path, weights_only=False)
+    checkpoint["sections"]["model"] = dataclasses.asdict(fast_config(tiny_text).model)
+    torch.save(checkpoint, checkpoint_path)
+    assert pretrain(fast_config(tiny_text, training__max_steps=4), output_dir, resume=True)["step"] == 4
 
 
 def test_starting_or_resuming_removes_stale_temp_files(tmp_path, tiny_text, dead_pid):

@@ -1,0 +1,77 @@
+"""Wall time of a whole `spacy_elmo pretrain` process, optionally side by side with another checkout.
+
+The issue-12 measurement: the old main job's pretraining settings (`fixture` size with LSTM
+2x128 and projection 32, 10k-word full softmax, Adam, 8,192 tokens per step, spaCy `en`
+tokenizer with sentence splitting) for 16 steps on the first 6,000 lines of the embedded
+public-domain sample. Each round runs every checkout once, alternating, in a fresh output
+directory; the figures are the medians over the rounds, and the last training loss of
+each run shows that the checkouts compute the same thing.
+
+    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_pretrain_process.py \\
+        --other /path/to/old/checkout --rounds 3
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = [
+    "--corpus.tokenizer", "en", "--corpus.split_sentences", "true", "--vocab.size", "10000",
+    "--model.size", "fixture", "--model.lstm_dim", "128", "--model.projection_dim", "32",
+    "--optimizer.name", "adam", "--optimizer.learn_rate", "0.004",
+    "--training.tokens_per_step", "8192", "--training.eval_every", "1000", "--training.checkpoint_every", "1000",
+]
+
+
+def run_once(checkout: Path, train: Path, output_dir: Path, steps: int) -> Dict[str, float]:
+    """One pretraining process from `checkout`; its wall time and last training loss."""
+    command = [
+        sys.executable, "-m", "spacy_elmo", "pretrain", str(checkout / "configs" / "pretrain_small.cfg"),
+        str(output_dir), "--paths.train", str(train), "--training.max_steps", str(steps), *SETTINGS,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    start = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=checkout)
+    seconds = time.perf_counter() - start
+    with (output_dir / "metrics.jsonl").open(encoding="utf8") as handle:
+        train = [record for record in map(json.loads, handle) if record.get("kind") == "train"]
+    return {"seconds": seconds, "loss": train[-1]["train_loss"], "step": train[-1]["step"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--other", type=Path, default=None, help="another checkout to time beside this one")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--lines", type=int, default=6000, help="lines of the embedded sample to train on")
+    args = parser.parse_args()
+    checkouts: List[Path] = [ROOT] + ([args.other.resolve()] if args.other else [])
+    times: Dict[Path, List[float]] = {checkout: [] for checkout in checkouts}
+    losses: Dict[Path, Optional[float]] = {checkout: None for checkout in checkouts}
+    sample = ROOT / "assets" / "raw_text" / "sample_public_domain.txt"
+    with tempfile.TemporaryDirectory() as tmp:
+        train = Path(tmp) / "train.txt"
+        with sample.open(encoding="utf8") as source:
+            train.write_text("".join(line for _, line in zip(range(args.lines), source)), encoding="utf8")
+        for round_ in range(args.rounds):
+            for index, checkout in enumerate(checkouts):
+                result = run_once(checkout, train, Path(tmp) / f"run{round_}_{index}", args.steps)
+                times[checkout].append(result["seconds"])
+                losses[checkout] = result["loss"]
+                print(f"round {round_ + 1} {checkout}: {result['seconds']:.1f} s, loss {result['loss']:.4f} at step {result['step']}", flush=True)
+    for checkout in checkouts:
+        print(f"{checkout}: median {statistics.median(times[checkout]):.1f} s over {args.rounds} rounds, last loss {losses[checkout]:.4f}")
+    if args.other:
+        ratio = statistics.median(times[checkouts[1]]) / statistics.median(times[ROOT])
+        print(f"this checkout is {ratio:.2f}x the other's speed")
+
+
+if __name__ == "__main__":
+    main()
