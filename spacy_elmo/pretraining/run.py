@@ -442,5 +442,8 @@ def _resolved_sections(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, An
     """A checkpoint's settings with ``[model]`` as resolved biLM options (earlier checkpoints
     hold the section as written: a size name and its overrides)."""
     if saved and "size" in saved.get("model", {}):
-        saved = {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
+        try:
+            return {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
+        except (KeyError, TypeError, ConfigError):
+            return saved  # not a model we know: reported as a different [model]
     return saved
