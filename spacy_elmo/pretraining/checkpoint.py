@@ -3,14 +3,14 @@ state of every process (data position, random state, running sums) goes in it.""
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Union
 
 import torch
 
 from ..output_files import atomic_output_path
-from .config import PretrainConfig
+from .config import ModelConfig, PretrainConfig, resolve_model
 from .corpus import BatchStream
-from .errors import CheckpointError
+from .errors import CheckpointError, ConfigError
 from .progress import Progress
 from .trainer import Trainer
 from .vocab import Vocabulary
@@ -76,6 +76,19 @@ def save_training_state(
             },
             path,
         )
+
+
+def saved_sections(checkpoint: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The settings the checkpoint's run was trained with (:meth:`PretrainConfig.model_sections`).
+    Earlier checkpoints hold ``[model]`` as written (a size name and its overrides): it is
+    resolved the same way; one that cannot be resolved is returned as it is."""
+    saved = checkpoint.get("sections")
+    if saved and "size" in saved.get("model", {}):
+        try:
+            return {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
+        except (KeyError, TypeError, ConfigError):
+            return saved
+    return saved
 
 
 def restore_training_state(

@@ -218,7 +218,7 @@ class PretrainConfig:
         return self.config.to_str()
 
     def bilm_options(self) -> BiLMOptions:
-        """The model sizes: the named size with every non-null setting replacing its value."""
+        """This config's ``[model]`` as biLM options (:func:`resolve_model`)."""
         return resolve_model(self.model)
 
     def model_sections(self) -> Dict[str, Any]:

@@ -20,8 +20,8 @@ from ..models.pytorch.original_format import load_bilm, save_bilm
 from ..named_models import locate_model
 from ..output_files import atomic_output_path, check_output_dir, remove_stale_temp_files
 from ..stopping import raise_if_terminated
-from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state
-from .config import ModelConfig, PretrainConfig, resolve_model
+from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state, saved_sections
+from .config import PretrainConfig
 from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, resolve_corpus_files
 from .errors import CheckpointError, ConfigError, TrainingError
 from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, plot_perplexity
@@ -159,12 +159,9 @@ class PretrainRun:
                 remove_stale_temp_files(directory)  # left by a run killed while saving
         if self.resume:
             checkpoint = load_checkpoint(self.checkpoint_path)
-            saved = _resolved_sections(checkpoint.get("sections"))
-            if saved != self.config.model_sections():
-                changed = sorted(
-                    name for name, value in self.config.model_sections().items()
-                    if (saved or {}).get(name) != value
-                )
+            saved, current = saved_sections(checkpoint), self.config.model_sections()
+            if saved != current:
+                changed = sorted(name for name, value in current.items() if (saved or {}).get(name) != value)
                 raise ConfigError(
                     f"--resume: the config's [{'], ['.join(changed)}] differ from the run in "
                     f"{self.output_dir}; resume with the same model, vocab and softmax settings"
@@ -437,13 +434,3 @@ def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int
         counts.update(part_counts)
     return counts, sum(part[1] for part in parts), sum(part[2] for part in parts)
 
-
-def _resolved_sections(saved: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """A checkpoint's settings with ``[model]`` as resolved biLM options (earlier checkpoints
-    hold the section as written: a size name and its overrides)."""
-    if saved and "size" in saved.get("model", {}):
-        try:
-            return {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
-        except (KeyError, TypeError, ConfigError):
-            return saved  # not a model we know: reported as a different [model]
-    return saved
