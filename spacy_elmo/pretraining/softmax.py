@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..models.pytorch.original_format import read_hdf5_arrays
+from ..models.pytorch.select_rows import select_rows
 from ..output_files import atomic_output_path
 
 SOFTMAX_NAME = "softmax.hdf5"
@@ -119,11 +120,11 @@ class LMSoftmax(nn.Module):
             return full_softmax_nll(hidden.float(), targets, self.weight, self.bias, chunk_rows=chunk_rows)
 
     def _sampled_nll(self, hidden: Tensor, targets: Tensor, candidates: SampledCandidates) -> Tensor:
-        true_weight = nn.functional.embedding(targets, self.weight)
-        true_logits = (hidden.float() * true_weight.float()).sum(dim=1) + self.bias[targets]
+        true_weight = select_rows(self.weight, targets)
+        true_logits = (hidden.float() * true_weight.float()).sum(dim=1) + select_rows(self.bias, targets)
         true_logits = true_logits - candidates.log_expected_count(targets)
         sampled_logits = nn.functional.linear(
-            hidden, self.weight[candidates.ids], self.bias[candidates.ids]
+            hidden, select_rows(self.weight, candidates.ids), select_rows(self.bias, candidates.ids)
         ).float() - candidates.log_expected_count(candidates.ids)
         accidental_hits = targets[:, None] == candidates.ids[None, :]
         sampled_logits = sampled_logits.masked_fill(accidental_hits, float("-inf"))

@@ -9,6 +9,7 @@ from .char_cnn import CharacterEncoder
 from .char_ids import BOS_IDS, EOS_IDS
 from .lstm import BiLstmStack, LstmState, PackingPlan
 from .options import BiLMOptions
+from .select_rows import select_rows
 
 
 @dataclass
@@ -141,8 +142,8 @@ class ElmoBiLM(nn.Module):
         backward_positions = lengths[rows] + 1 - step_t
         inputs = torch.stack(
             [
-                token_vectors[token_index[rows, forward_positions]],
-                token_vectors[token_index[rows, backward_positions]],
+                select_rows(token_vectors, token_index[rows, forward_positions]),
+                select_rows(token_vectors, token_index[rows, backward_positions]),
             ]
         )
         state = None
@@ -184,12 +185,12 @@ class ElmoBiLM(nn.Module):
             # Boundary outputs (</S> backward, for one) must not land on padding.
             halves.append(where[:, 1 : max_tokens + 1].masked_fill(~token_mask, n_rows))
         zero = encoding.layers[0].new_zeros((2, 1, encoding.layers[0].shape[2]))
-        tokens = encoding.token_vectors[encoding.token_index[:, 1 : max_tokens + 1]]
+        tokens = select_rows(encoding.token_vectors, encoding.token_index[:, 1 : max_tokens + 1])
         tokens = tokens * token_mask.unsqueeze(2).to(tokens.dtype)
         layers = [torch.cat([tokens, tokens], dim=2)]
         for packed in encoding.layers:
             padded = torch.cat([packed, zero], dim=1)
-            layers.append(torch.cat([padded[0][halves[0]], padded[1][halves[1]]], dim=2))
+            layers.append(torch.cat([select_rows(padded[0], halves[0]), select_rows(padded[1], halves[1])], dim=2))
         return torch.stack(layers, dim=1)
 
 

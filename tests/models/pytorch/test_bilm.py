@@ -87,6 +87,24 @@ def test_gradients_reach_every_parameter():
     assert missing == []
 
 
+def test_gradients_are_the_same_on_every_run():
+    """Repeated words send their gradients to one token vector; summed in
+    thread order they would differ between identical training runs."""
+    torch.manual_seed(0)
+    bilm = ElmoBiLM(NAMED_SIZES["fixture"])
+    words = [f"w{i}" for i in range(20)]
+    rng = random.Random(0)
+    char_ids = batch_to_char_ids([[rng.choice(words) for _ in range(60)] for _ in range(64)])
+    weights = torch.randn(bilm(char_ids).layers.shape)
+    gradients = []
+    for _ in range(5):
+        bilm.zero_grad()
+        (bilm(char_ids).layers * weights).sum().backward()
+        gradients.append([p.grad.clone() for p in bilm.parameters()])
+    for again in gradients[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(gradients[0], again))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu(fixture_bilm, sentences):
     cpu = _encode(fixture_bilm, sentences).layers
