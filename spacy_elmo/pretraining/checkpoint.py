@@ -83,12 +83,12 @@ def saved_sections(checkpoint: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     Earlier checkpoints hold ``[model]`` as written (a size name and its overrides): it is
     resolved the same way; one that cannot be resolved is returned as it is."""
     saved = checkpoint.get("sections")
-    if saved and "size" in saved.get("model", {}):
-        try:
-            return {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
-        except (KeyError, TypeError, ConfigError):
-            return saved
-    return saved
+    if not saved or "size" not in saved.get("model", {}):
+        return saved
+    try:
+        return {**saved, "model": resolve_model(ModelConfig(**saved["model"])).to_dict()}
+    except (KeyError, TypeError, ConfigError):
+        return saved
 
 
 def restore_training_state(
