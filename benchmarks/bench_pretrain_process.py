@@ -1,14 +1,16 @@
 """Wall time of a whole `spacy_elmo pretrain` process, optionally side by side with another checkout.
 
-The issue-12 measurement: the old main job's pretraining settings (`fixture` size with LSTM
-2x128 and projection 32, 10k-word full softmax, Adam, 8,192 tokens per step, spaCy `en`
-tokenizer with sentence splitting) for 16 steps on the first 6,000 lines of the embedded
-public-domain sample. Each round runs every checkout once, alternating, in a fresh output
-directory; the figures are the medians over the rounds, and the last training loss of
-each run shows that the checkouts compute the same thing.
+`--settings main-job` (the default, the issue-12 measurement): the old main job's pretraining
+settings (`fixture` size with LSTM 2x128 and projection 32, 10k-word full softmax, Adam, 8,192
+tokens per step, spaCy `en` tokenizer with sentence splitting). `--settings english`: the
+shipped English biLM's own config (`configs/pretrain_english.cfg`: `compact` size, sampled
+softmax with 4,096 negatives, 4,096 tokens per step). Either for 16 steps on the first 6,000
+lines of the embedded public-domain sample. Each round runs every checkout once, alternating,
+in a fresh output directory; the figures are the medians over the rounds, and the last
+training loss of each run shows that the checkouts compute the same thing.
 
     flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_pretrain_process.py \\
-        --other /path/to/old/checkout --rounds 3
+        --other /path/to/old/checkout --rounds 3 [--settings english]
 """
 import argparse
 import json
@@ -22,19 +24,25 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = [
-    "--corpus.tokenizer", "en", "--corpus.split_sentences", "true", "--vocab.size", "10000",
-    "--model.size", "fixture", "--model.lstm_dim", "128", "--model.projection_dim", "32",
-    "--optimizer.name", "adam", "--optimizer.learn_rate", "0.004",
-    "--training.tokens_per_step", "8192", "--training.eval_every", "1000", "--training.checkpoint_every", "1000",
-]
+NO_EVALUATION = ["--training.eval_every", "1000", "--training.checkpoint_every", "1000"]
+# name: (config in configs/, settings that override it)
+SETTINGS = {
+    "main-job": ("pretrain_small.cfg", [
+        "--corpus.tokenizer", "en", "--corpus.split_sentences", "true", "--vocab.size", "10000",
+        "--model.size", "fixture", "--model.lstm_dim", "128", "--model.projection_dim", "32",
+        "--optimizer.name", "adam", "--optimizer.learn_rate", "0.004",
+        "--training.tokens_per_step", "8192", *NO_EVALUATION,
+    ]),
+    "english": ("pretrain_english.cfg", ["--training.eval_at_start", "false", *NO_EVALUATION]),
+}
 
 
-def run_once(checkout: Path, train: Path, output_dir: Path, steps: int) -> Dict[str, float]:
+def run_once(checkout: Path, settings: str, train: Path, output_dir: Path, steps: int) -> Dict[str, float]:
     """One pretraining process from `checkout`; its wall time and last training loss."""
+    config, overrides = SETTINGS[settings]
     command = [
-        sys.executable, "-m", "spacy_elmo", "pretrain", str(checkout / "configs" / "pretrain_small.cfg"),
-        str(output_dir), "--paths.train", str(train), "--training.max_steps", str(steps), *SETTINGS,
+        sys.executable, "-m", "spacy_elmo", "pretrain", str(checkout / "configs" / config),
+        str(output_dir), "--paths.train", str(train), "--training.max_steps", str(steps), *overrides,
     ]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     start = time.perf_counter()
@@ -51,6 +59,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--lines", type=int, default=6000, help="lines of the embedded sample to train on")
+    parser.add_argument("--settings", choices=sorted(SETTINGS), default="main-job", help="which pretraining settings")
     args = parser.parse_args()
     checkouts: List[Path] = [ROOT] + ([args.other.resolve()] if args.other else [])
     times: Dict[Path, List[float]] = {checkout: [] for checkout in checkouts}
@@ -62,7 +71,7 @@ def main() -> None:
             train.write_text("".join(line for _, line in zip(range(args.lines), source)), encoding="utf8")
         for round_ in range(args.rounds):
             for index, checkout in enumerate(checkouts):
-                result = run_once(checkout, train, Path(tmp) / f"run{round_}_{index}", args.steps)
+                result = run_once(checkout, args.settings, train, Path(tmp) / f"run{round_}_{index}", args.steps)
                 times[checkout].append(result["seconds"])
                 losses[checkout] = result["loss"]
                 print(f"round {round_ + 1} {checkout}: {result['seconds']:.1f} s, loss {result['loss']:.4f} at step {result['step']}", flush=True)

@@ -31,9 +31,11 @@ def pretrain_cli(
 
     Multi-GPU: torchrun --nproc_per_node=K -m spacy_elmo pretrain CONFIG OUTPUT_DIR
     """
+    from ..heap import keep_freed_memory
     from ..pretraining.config import load_config
     from ..pretraining.run import pretrain
 
+    keep_freed_memory()  # each step's large temporaries reuse the last step's memory
     overrides = parse_config_overrides(ctx.args)
     config = load_config(config_path, overrides)
     pretrain(config, output_dir, gpu_id=gpu_id, resume=resume, init_from=init_from)
