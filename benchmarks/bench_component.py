@@ -1,18 +1,31 @@
-"""Throughput of the `elmo` pipeline component: `nlp.pipe` over UD English-EWT dev sentences.
+"""Throughput of the `elmo` pipeline component and of a whole ELMo pipeline on CPU.
 
-A randomly initialised biLM of a named size (`size` in the component's model
-config), spaCy's English tokenizer, sentences in their natural order; median of
-the repeats after one warm-up pass. Uses only the public spaCy API, so the same
-script times any version of spacy-elmo (PYTHONPATH=that checkout).
+Component: `nlp.pipe` over UD English-EWT dev sentences (spaCy's English
+tokenizer, natural order), with the shipped `english-compact` biLM (or a named
+model, or a randomly initialised biLM of a named `--size`); median of the repeats
+after one warm-up pass. "warm" repeats keep the token-vector cache filled by the
+warm-up, as a long `nlp.pipe` stream does; "cold" empties it before each repeat.
 
-    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_component.py --size small --batch-sizes 1 32
+Pipelines: `--pipeline DIR` (a trained pipeline with ELMo, e.g. from
+`configs/ner_elmo.cfg`) and `--baseline-pipeline DIR` (the same without ELMo) over
+the Docs of a `.spacy` file, their words given (as `spacy evaluate --gold-preproc`);
+prints words/s and ELMo's added seconds per 1,000 words.
+
+Uses only the public spaCy API and component settings, so the same script times
+any version of spacy-elmo (PYTHONPATH=that checkout); `--setting` passes component
+settings such as `token_cache_size=0` or `precision=bf16`.
+
+    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_component.py --batch-sizes 1 32
+    flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_component.py --skip-component \\
+        --pipeline ner_elmo/model-best --baseline-pipeline ner_base/model-best --docs ner_dev.spacy
 """
 import argparse
+import json
 import random
 import statistics
 import time
 from pathlib import Path
-from typing import List
+from typing import Callable, Dict, List
 
 DEFAULT_CONLLU = Path(__file__).resolve().parents[2] / "shared/data/ud_english_ewt/en_ewt-ud-dev.conllu"
 
@@ -23,38 +36,126 @@ def read_texts(path: Path, n: int, seed: int) -> List[str]:
     return random.Random(seed).sample(texts, n)
 
 
+def parse_settings(pairs: List[str]) -> Dict[str, object]:
+    """`key=value` pairs, values read as JSON where they parse (numbers, true, null)."""
+    settings: Dict[str, object] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            settings[key] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key] = value
+    return settings
+
+
+def median_seconds(run: Callable[[], None], repeats: int, before_each: Callable[[], None] = lambda: None) -> float:
+    seconds = []
+    for _ in range(repeats):
+        before_each()
+        start = time.perf_counter()
+        run()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def empty_token_cache(nlp) -> None:
+    """Empty the component's token-vector cache, in versions that have one."""
+    cache = nlp.get_pipe("elmo").model.attrs.get("token_cache")
+    if cache is not None:
+        cache.clear()
+
+
+def bench_component(args: argparse.Namespace) -> None:
+    import spacy
+
+    nlp = spacy.blank("en")
+    config: Dict[str, object] = dict(parse_settings(args.setting))
+    if args.size is not None:
+        config["model"] = {"size": args.size}
+        label = f"random {args.size}"
+    else:
+        config["model"] = {"weights_loader": {"@misc": "spacy-elmo.elmo_weights.v1", "model": args.model}}
+        label = args.model
+    nlp.add_pipe("elmo", config=config)
+    nlp.initialize()
+    texts = read_texts(args.conllu, args.n_sentences, seed=0)
+    n_tokens = sum(len(doc) for doc in nlp.tokenizer.pipe(texts))
+    extra = " ".join(args.setting)
+    for batch_size in args.batch_sizes:
+        def run() -> None:
+            for _doc in nlp.pipe(texts, batch_size=batch_size):
+                pass
+
+        run()  # warm-up
+        for cache in ("warm", "cold"):
+            before = (lambda: None) if cache == "warm" else (lambda: empty_token_cache(nlp))
+            median = median_seconds(run, args.repeats, before)
+            print(
+                f"elmo component, {label} {extra}, nlp.pipe batch_size {batch_size}, {cache}: {n_tokens} tokens, "
+                f"median {median:.3f} s of {args.repeats} -> {n_tokens / median:,.0f} tokens/s",
+                flush=True,
+            )
+
+
+def bench_pipelines(args: argparse.Namespace) -> None:
+    import spacy
+    from spacy.tokens import Doc, DocBin
+
+    settings = parse_settings(args.setting)
+    words_per_s = {}
+    for name, path in (("with ELMo", args.pipeline), ("baseline", args.baseline_pipeline)):
+        if path is None:
+            continue
+        overrides = {"components": {"elmo": settings}} if settings and name == "with ELMo" else {}
+        nlp = spacy.load(path, config=overrides)
+        reference = list(DocBin().from_disk(args.docs).get_docs(nlp.vocab))[: args.n_docs]
+        n_words = sum(len(doc) for doc in reference)
+
+        def run() -> None:
+            docs = (Doc(nlp.vocab, words=[t.text for t in ref], spaces=[t.whitespace_ for t in ref]) for ref in reference)
+            for _doc in nlp.pipe(docs, batch_size=args.pipeline_batch_size):
+                pass
+
+        run()  # warm-up: as `spacy evaluate`, one pass fills the token-vector cache
+        median = median_seconds(run, args.repeats)
+        words_per_s[name] = n_words / median
+        print(
+            f"pipeline {path} ({name}, {' '.join(args.setting)}): {len(reference)} Docs, {n_words} words, "
+            f"median {median:.2f} s of {args.repeats} -> {n_words / median:,.0f} words/s",
+            flush=True,
+        )
+    if len(words_per_s) == 2:
+        added = 1000 / words_per_s["with ELMo"] - 1000 / words_per_s["baseline"]
+        print(f"ELMo's added cost: {added:.4f} s per 1,000 words", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="small", choices=["fixture", "compact", "small", "medium", "original"])
+    parser.add_argument("--model", default="english-compact", help="a model name or directory (weights loaded)")
+    parser.add_argument("--size", default=None, choices=["fixture", "compact", "small", "medium", "original"],
+                        help="a randomly initialised biLM of this size instead of --model")
+    parser.add_argument("--setting", nargs="*", default=[], help="component settings, key=value")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--n-sentences", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
+    parser.add_argument("--skip-component", action="store_true")
+    parser.add_argument("--pipeline", type=Path, default=None, help="a trained pipeline with ELMo")
+    parser.add_argument("--baseline-pipeline", type=Path, default=None, help="the same pipeline without ELMo")
+    parser.add_argument("--docs", type=Path, default=None, help=".spacy file the pipelines run over")
+    parser.add_argument("--n-docs", type=int, default=100_000)
+    parser.add_argument("--pipeline-batch-size", type=int, default=256)
     args = parser.parse_args()
 
-    import spacy
     import torch
 
     torch.manual_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"model": {"size": args.size}})
-    nlp.initialize()
-    texts = read_texts(args.conllu, args.n_sentences, seed=0)
-    n_tokens = sum(len(doc) for doc in nlp.tokenizer.pipe(texts))
-    for batch_size in args.batch_sizes:
-        list(nlp.pipe(texts[:32], batch_size=batch_size))  # warm-up
-        seconds = []
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            for _doc in nlp.pipe(texts, batch_size=batch_size):
-                pass
-            seconds.append(time.perf_counter() - start)
-        median = statistics.median(seconds)
-        print(
-            f"elmo component, {args.size}, nlp.pipe batch_size {batch_size}: {n_tokens} tokens, "
-            f"median {median:.2f} s of {args.repeats} -> {n_tokens / median:,.0f} tokens/s",
-            flush=True,
-        )
+    if not args.skip_component:
+        bench_component(args)
+    if args.pipeline is not None or args.baseline_pipeline is not None:
+        if args.docs is None:
+            parser.error("--pipeline needs --docs")
+        bench_pipelines(args)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_EVALUATION = ["--training.eval_every", "1000", "--training.checkpoint_every", "1000"]
+NO_EVALUATION = [
+    "--training.eval_every", "1000", "--training.checkpoint_every", "1000", "--training.log_every", "4",
+]
 # name: (config in configs/, settings that override it)
 SETTINGS = {
     "main-job": ("pretrain_small.cfg", [
@@ -38,7 +40,9 @@ SETTINGS = {
 
 
 def run_once(checkout: Path, settings: str, train: Path, output_dir: Path, steps: int) -> Dict[str, float]:
-    """One pretraining process from `checkout`; its wall time and last training loss."""
+    """One pretraining process from `checkout`: its wall time, last training loss and
+    training speed (median tokens/s of its logged intervals after the first, which
+    holds the warm-up)."""
     config, overrides = SETTINGS[settings]
     command = [
         sys.executable, "-m", "spacy_elmo", "pretrain", str(checkout / "configs" / config),
@@ -50,7 +54,11 @@ def run_once(checkout: Path, settings: str, train: Path, output_dir: Path, steps
     seconds = time.perf_counter() - start
     with (output_dir / "metrics.jsonl").open(encoding="utf8") as handle:
         train = [record for record in map(json.loads, handle) if record.get("kind") == "train"]
-    return {"seconds": seconds, "loss": train[-1]["train_loss"], "step": train[-1]["step"]}
+    speeds = [record["tokens_per_second"] for record in train[1:]] or [train[-1]["tokens_per_second"]]
+    return {
+        "seconds": seconds, "loss": train[-1]["train_loss"], "step": train[-1]["step"],
+        "tokens_per_second": statistics.median(speeds),
+    }
 
 
 def main() -> None:
@@ -63,6 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     checkouts: List[Path] = [ROOT] + ([args.other.resolve()] if args.other else [])
     times: Dict[Path, List[float]] = {checkout: [] for checkout in checkouts}
+    speeds: Dict[Path, List[float]] = {checkout: [] for checkout in checkouts}
     losses: Dict[Path, Optional[float]] = {checkout: None for checkout in checkouts}
     sample = ROOT / "assets" / "raw_text" / "sample_public_domain.txt"
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,13 +82,19 @@ def main() -> None:
             for index, checkout in enumerate(checkouts):
                 result = run_once(checkout, args.settings, train, Path(tmp) / f"run{round_}_{index}", args.steps)
                 times[checkout].append(result["seconds"])
+                speeds[checkout].append(result["tokens_per_second"])
                 losses[checkout] = result["loss"]
-                print(f"round {round_ + 1} {checkout}: {result['seconds']:.1f} s, loss {result['loss']:.4f} at step {result['step']}", flush=True)
+                print(f"round {round_ + 1} {checkout}: {result['seconds']:.1f} s, "
+                      f"training {result['tokens_per_second']:,.0f} tokens/s, loss {result['loss']:.4f} at step {result['step']}", flush=True)
     for checkout in checkouts:
-        print(f"{checkout}: median {statistics.median(times[checkout]):.1f} s over {args.rounds} rounds, last loss {losses[checkout]:.4f}")
+        print(
+            f"{checkout}: median {statistics.median(times[checkout]):.1f} s, training "
+            f"{statistics.median(speeds[checkout]):,.0f} tokens/s over {args.rounds} rounds, last loss {losses[checkout]:.4f}"
+        )
     if args.other:
         ratio = statistics.median(times[checkouts[1]]) / statistics.median(times[ROOT])
-        print(f"this checkout is {ratio:.2f}x the other's speed")
+        speed_ratio = statistics.median(speeds[ROOT]) / statistics.median(speeds[checkouts[1]])
+        print(f"this checkout is {ratio:.2f}x the other's speed (whole process), {speed_ratio:.2f}x (training tokens/s)")
 
 
 if __name__ == "__main__":

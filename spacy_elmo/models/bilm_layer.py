@@ -27,10 +27,12 @@ from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import BiLMOutput, ElmoBiLM
 from .pytorch.encode import encode
 from .pytorch.options import NAMED_SIZES, BiLMOptions
+from .pytorch.token_vector_cache import TokenVectorCache
 from .segment_cache import SegmentCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
 CACHE_ATTR = "segment_cache"
+TOKEN_CACHE_ATTR = "token_cache"
 
 NO_WEIGHTS = (
     "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "
@@ -108,6 +110,12 @@ def set_segment_cache(model: BiLMModelT, cache: Optional[SegmentCache]) -> None:
     model.attrs[CACHE_ATTR] = cache
 
 
+def set_token_cache(model: BiLMModelT, max_words: int) -> None:
+    """In prediction, run the character CNN once per word while the weights stay
+    the same: keep up to ``max_words`` token vectors (0: off)."""
+    model.attrs[TOKEN_CACHE_ATTR] = TokenVectorCache(max_words) if max_words > 0 else None
+
+
 def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     """Put the biLM that ``weights_loader`` returns into the layer."""
     bilm = weights_loader()
@@ -155,7 +163,7 @@ def bilm_layer_forward(
             outputs[segment.doc][:, segment.tokens] = cached
     words = [segment.words for segment in pending]
     shim = model.shims[0]
-    forward = partial(_shim_forward, shim, is_train)
+    forward = partial(_shim_forward, shim, is_train, None if is_train else model.attrs.get(TOKEN_CACHE_ATTR))
     groups = length_sorted_batches(
         words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )
@@ -188,11 +196,12 @@ def bilm_layer_forward(
 
 
 def _shim_forward(
-    shim: DeferredPyTorchShim, is_train: bool, char_ids: Tensor
+    shim: DeferredPyTorchShim, is_train: bool, token_cache: Optional[TokenVectorCache], char_ids: Tensor
 ) -> Tuple[BiLMOutput, Callable[[ArgsKwargs], Any]]:
     """The biLM through the shim: without autograd in prediction, with a
     backward pass in training."""
-    return shim(ArgsKwargs(args=(char_ids,), kwargs={}), is_train)
+    kwargs = {} if token_cache is None else {"token_cache": token_cache}
+    return shim(ArgsKwargs(args=(char_ids,), kwargs=kwargs), is_train)
 
 
 def _segments(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_Segment]:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional
 
 import srsly
 import torch
-from thinc.api import ArgsKwargs, PyTorchShim
+from thinc.api import ArgsKwargs, Optimizer, PyTorchShim
 from thinc.shims.pytorch import default_deserialize_torch_model, default_serialize_torch_model
 from thinc.util import get_torch_default_device
 
@@ -44,6 +44,15 @@ class DeferredPyTorchShim(PyTorchShim):
         self._model.eval()
         with torch.inference_mode(), torch.autocast(device_type="cuda", enabled=self._mixed_precision):
             return self._model(*inputs.args, **inputs.kwargs)
+
+    def finish_update(self, optimizer: Optimizer) -> None:
+        """Thinc's optimizer writes the new values into the parameters' memory,
+        unseen by torch's version counters: the module's ``weights_changed()``,
+        where it has one, drops what it derived from the old values."""
+        super().finish_update(optimizer)
+        weights_changed = getattr(self._model, "weights_changed", None)
+        if weights_changed is not None:
+            weights_changed()
 
     @property
     def module(self) -> Optional[torch.nn.Module]:

@@ -31,7 +31,7 @@ from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import OptionsError
-from ..models.bilm_layer import get_bilm, load_weights, set_segment_cache
+from ..models.bilm_layer import get_bilm, load_weights, set_segment_cache, set_token_cache
 from ..models.gradients import no_gradient
 from ..models.inline import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
@@ -62,6 +62,7 @@ def make_elmo(
     doc_tensor: Optional[str],
     vector_hooks: bool,
     frozen_cache_mb: int,
+    token_cache_size: int,
 ) -> "ElmoComponent":
     """Create the elmo component (factory ``elmo``).
 
@@ -76,10 +77,13 @@ def make_elmo(
         to this many MB of distinct sentences, so each is encoded once per run
         rather than once per epoch (0: off). The memory is on the biLM's device
         and is held as long as the component.
+    token_cache_size (int): in prediction, keep the token-layer vectors (character
+        CNN, highway, projection) of up to this many distinct words, so a word
+        seen before skips them; emptied whenever the weights change (0: off).
     """
     return ElmoComponent(
         nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks,
-        frozen_cache_mb=frozen_cache_mb,
+        frozen_cache_mb=frozen_cache_mb, token_cache_size=token_cache_size,
     )
 
 
@@ -96,9 +100,12 @@ class ElmoComponent(TrainablePipe):
         doc_tensor: Optional[str] = "mean",
         vector_hooks: bool = True,
         frozen_cache_mb: int = 1024,
+        token_cache_size: int = 50_000,
     ) -> None:
         if frozen_cache_mb < 0:
             raise OptionsError(f"frozen_cache_mb must be 0 (off) or more, got {frozen_cache_mb}")
+        if token_cache_size < 0:
+            raise OptionsError(f"token_cache_size must be 0 (off) or more, got {token_cache_size}")
         if doc_tensor is not None and doc_tensor not in DOC_TENSOR_MIXES:
             raise OptionsError(
                 f"doc_tensor must be one of {', '.join(DOC_TENSOR_MIXES)} or null, got {doc_tensor!r}"
@@ -113,6 +120,7 @@ class ElmoComponent(TrainablePipe):
         self.cfg: Dict[str, Any] = {}
         self.model.attrs["replace_listener"] = replace_listener
         self.segment_cache = SegmentCache(max_bytes=frozen_cache_mb * 2**20)
+        set_token_cache(self.model, token_cache_size)
         self.frozen = frozen
 
     @property
@@ -330,5 +338,6 @@ Language.factory(
         "doc_tensor": "mean",
         "vector_hooks": True,
         "frozen_cache_mb": 1024,
+        "token_cache_size": 50_000,
     },
 )(make_elmo)

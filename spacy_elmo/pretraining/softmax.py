@@ -110,26 +110,27 @@ class LMSoftmax(nn.Module):
         :param hidden: *Shape:* ``(n, dim)``.
         :param targets: *Shape:* ``(n,)``, word ids.
         :param candidates: negatives for the sampled softmax; ``None`` = full softmax.
-        :param chunk_rows: compute the full softmax this many rows at a time (0: rows whose
-            logits stay in the cache; the ``(n, vocab)`` logits are never held at once).
+        :param chunk_rows: compute the softmax this many rows at a time (0: rows whose
+            logits stay in the cache; the ``(n, classes)`` logits are never held at once).
         """
         if candidates is not None:
-            return self._sampled_nll(hidden, targets, candidates)
+            return self._sampled_nll(hidden, targets, candidates, chunk_rows)
         # float32 even under autocast: held-out perplexity must not depend on the precision.
         with torch.autocast(hidden.device.type, enabled=False):
             return full_softmax_nll(hidden.float(), targets, self.weight, self.bias, chunk_rows=chunk_rows)
 
-    def _sampled_nll(self, hidden: Tensor, targets: Tensor, candidates: SampledCandidates) -> Tensor:
-        true_weight = select_rows(self.weight, targets)
-        true_logits = (hidden.float() * true_weight.float()).sum(dim=1) + select_rows(self.bias, targets)
-        true_logits = true_logits - candidates.log_expected_count(targets)
-        sampled_logits = nn.functional.linear(
-            hidden, select_rows(self.weight, candidates.ids), select_rows(self.bias, candidates.ids)
-        ).float() - candidates.log_expected_count(candidates.ids)
-        accidental_hits = targets[:, None] == candidates.ids[None, :]
-        sampled_logits = sampled_logits.masked_fill(accidental_hits, float("-inf"))
-        logits = torch.cat([true_logits[:, None], sampled_logits], dim=1)
-        return torch.logsumexp(logits, dim=1) - true_logits
+    def _sampled_nll(self, hidden: Tensor, targets: Tensor, candidates: SampledCandidates, chunk_rows: int) -> Tensor:
+        # float32 (as the full softmax): under autocast, the products are a small part of a step.
+        with torch.autocast(hidden.device.type, enabled=False):
+            hidden = hidden.float()
+            true_logits = (hidden * select_rows(self.weight, targets)).sum(dim=1) + select_rows(self.bias, targets)
+            true_logits = true_logits - candidates.log_expected_count(targets)
+            sampled_bias = select_rows(self.bias, candidates.ids) - candidates.log_expected_count(candidates.ids)
+            rows = chunk_rows if chunk_rows > 0 else max(16, (1 << 20) // len(candidates.ids))
+            return _ChunkedSoftmaxNLL.apply(
+                hidden, targets, select_rows(self.weight, candidates.ids), sampled_bias, rows,
+                _training(hidden, self.weight), true_logits, candidates.ids,
+            )
 
 
 def save_softmax(softmax: LMSoftmax, path: Union[str, Path]) -> None:
@@ -159,43 +160,89 @@ def full_softmax_nll(hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tens
     """``-log softmax(hidden @ weight.T + bias)[targets]``, *Shape:* ``(n,)``, computed
     `chunk_rows` rows at a time (0: rows whose logits, about 4 MB, stay in the cache)."""
     rows = chunk_rows if chunk_rows > 0 else max(16, (1 << 20) // weight.shape[0])
-    return _FullSoftmaxNLL.apply(hidden, targets, weight, bias, rows)
+    return _ChunkedSoftmaxNLL.apply(hidden, targets, weight, bias, rows, _training(hidden, weight))
 
 
-class _FullSoftmaxNLL(torch.autograd.Function):
+_SAVED_PROBABILITIES_MAX_BYTES = 512 * 2**20
+
+
+class _ChunkedSoftmaxNLL(torch.autograd.Function):
     """``-log softmax(h W^T + b)[target]`` per row, a chunk of rows at a time.
 
-    The ``(n, vocab)`` logits are never held at once: the forward keeps only each
+    The ``(n, classes)`` logits are never held at once: the forward keeps each
     row's log-sum-exp, and the backward recomputes a chunk's logits, turns them
     into ``softmax - onehot`` in place and multiplies them out. Three passes over
     cache-sized chunks replace several over a tensor far larger than the cache.
+    Where the probabilities fit in ``_SAVED_PROBABILITIES_MAX_BYTES`` (a CPU step
+    of the English settings: 134 MB), the forward writes them out chunk by chunk
+    and the backward reads them instead of recomputing the product (1.1x a step).
+
+    Sampled softmax: ``true_logits`` *Shape:* ``(n,)`` are the targets' logits,
+    not among the classes of ``weight`` (the sampled candidates ``candidate_ids``);
+    a candidate equal to the row's target (an accidental hit) is left out.
     """
 
     @staticmethod
-    def forward(ctx, hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tensor, chunk_rows: int) -> Tensor:
+    def forward(
+        ctx, hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tensor, chunk_rows: int,
+        training: bool, true_logits: Optional[Tensor] = None, candidate_ids: Optional[Tensor] = None,
+    ) -> Tensor:
         nll = hidden.new_empty(hidden.shape[0])
         log_norm = hidden.new_empty(hidden.shape[0])
+        n_bytes = hidden.shape[0] * weight.shape[0] * hidden.element_size()
+        probabilities = hidden.new_empty((hidden.shape[0], weight.shape[0])) if (
+            training and n_bytes <= _SAVED_PROBABILITIES_MAX_BYTES
+        ) else None
         for start in range(0, hidden.shape[0], chunk_rows):
             rows = slice(start, start + chunk_rows)
-            logits = torch.addmm(bias, hidden[rows], weight.T)
+            logits = _chunk_logits(hidden, targets, weight, bias, candidate_ids, rows)
             log_norm[rows] = torch.logsumexp(logits, dim=1)
-            nll[rows] = log_norm[rows] - logits.gather(1, targets[rows, None])[:, 0]
-        ctx.save_for_backward(hidden, targets, weight, bias, log_norm)
+            if true_logits is None:
+                nll[rows] = log_norm[rows] - logits.gather(1, targets[rows, None])[:, 0]
+            else:
+                log_norm[rows] = torch.logaddexp(log_norm[rows], true_logits[rows])
+                nll[rows] = log_norm[rows] - true_logits[rows]
+            if probabilities is not None:
+                torch.sub(logits, log_norm[rows, None], out=probabilities[rows]).exp_()
+        ctx.save_for_backward(hidden, targets, weight, bias, log_norm, true_logits, candidate_ids, probabilities)
         ctx.chunk_rows = chunk_rows
         return nll
 
     @staticmethod
     def backward(ctx, d_nll: Tensor):
-        hidden, targets, weight, bias, log_norm = ctx.saved_tensors
+        hidden, targets, weight, bias, log_norm, true_logits, candidate_ids, probabilities = ctx.saved_tensors
         d_hidden = torch.empty_like(hidden)
         d_weight = torch.zeros_like(weight)
         d_bias = torch.zeros_like(bias)
         for start in range(0, hidden.shape[0], ctx.chunk_rows):
             rows = slice(start, start + ctx.chunk_rows)
             scale = d_nll[rows, None]
-            d_logits = torch.addmm(bias, hidden[rows], weight.T).sub_(log_norm[rows, None]).exp_().mul_(scale)
-            d_logits.scatter_add_(1, targets[rows, None], -scale)
+            if probabilities is not None:
+                d_logits = probabilities[rows] * scale
+            else:
+                d_logits = _chunk_logits(hidden, targets, weight, bias, candidate_ids, rows)
+                d_logits.sub_(log_norm[rows, None]).exp_().mul_(scale)
+            if true_logits is None:
+                d_logits.scatter_add_(1, targets[rows, None], -scale)
             torch.mm(d_logits, weight, out=d_hidden[rows])
             d_weight.addmm_(d_logits.T, hidden[rows])
             d_bias.add_(d_logits.sum(dim=0))
-        return d_hidden, None, d_weight, d_bias, None
+        d_true = None
+        if true_logits is not None:
+            d_true = d_nll * torch.expm1(true_logits - log_norm)
+        return d_hidden, None, d_weight, d_bias, None, None, d_true, None
+
+
+def _training(hidden: Tensor, weight: Tensor) -> bool:
+    """Whether a backward pass will follow (so the forward may keep what it needs)."""
+    return torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
+
+
+def _chunk_logits(
+    hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tensor, candidate_ids: Optional[Tensor], rows: slice,
+) -> Tensor:
+    """One chunk's logits; accidental hits of sampled candidates at -inf."""
+    logits = torch.addmm(bias, hidden[rows], weight.T)
+    if candidate_ids is not None:
+        logits.masked_fill_(targets[rows, None] == candidate_ids[None, :], float("-inf"))
+    return logits

@@ -104,3 +104,24 @@ def test_serialization_carries_the_options(vocab, loader):
     assert loaded.get_dim("nL") == 3
     doc = Doc(vocab, words="a b c d e".split())
     numpy.testing.assert_array_equal(loaded.predict([doc])[0], model.predict([doc])[0])
+
+
+def test_prediction_after_an_update_uses_the_new_weights(vocab):
+    """Thinc's optimizer writes into the parameters' memory; prepacked weight
+    copies (and cached token vectors) made before the update must not be used."""
+    from thinc.api import Adam
+
+    model = _bilm_layer(size="fixture", get_spans=build_sentence_spans_v1(max_length=256))
+    model.initialize()
+    docs = [Doc(vocab, words=f"the {w} river bank was muddy today".split()) for w in "abcdefgh"]
+    before = model.predict(docs)
+    outputs, backprop = model.begin_update(docs)
+    backprop([numpy.ones_like(x) for x in outputs])
+    model.finish_update(Adam(0.01))
+    after = model.predict(docs)
+    fresh = _bilm_layer(size="fixture", get_spans=build_sentence_spans_v1(max_length=256))
+    fresh.from_bytes(model.to_bytes())
+    expected = fresh.predict(docs)
+    assert not numpy.allclose(after[0], before[0], atol=1e-3)
+    for got, want in zip(after, expected):
+        numpy.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from spacy_elmo.errors import WeightsError
+from spacy_elmo.pretraining import softmax as softmax_module
 from spacy_elmo.pretraining.softmax import (
     LMSoftmax, LogUniformSampler, SampledCandidates, full_softmax_nll, load_softmax, save_softmax,
 )
@@ -56,8 +57,16 @@ def test_chunked_full_softmax_and_gradients():
     assert set(touched.nonzero().flatten().tolist()) <= {1, 2, 3} | set(targets.tolist())
 
 
+@pytest.fixture(params=["saved", "recomputed"])
+def probabilities(request, monkeypatch):
+    """The backward reads the probabilities the forward saved, or recomputes them."""
+    if request.param == "recomputed":
+        monkeypatch.setattr(softmax_module, "_SAVED_PROBABILITIES_MAX_BYTES", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("chunk_rows", [1, 7, 100])
-def test_full_softmax_equals_cross_entropy_with_gradients(chunk_rows):
+def test_full_softmax_equals_cross_entropy_with_gradients(chunk_rows, probabilities):
     """The chunked NLL and its hand-written backward against autograd's cross entropy (float64)."""
     torch.manual_seed(0)
     weight, bias = torch.randn(60, 8, dtype=torch.float64), torch.randn(60, dtype=torch.float64)
@@ -115,3 +124,24 @@ def test_softmax_file_round_trip(tmp_path):
     (tmp_path / "bad.hdf5").write_bytes(b"junk")
     with pytest.raises(WeightsError, match="not a readable HDF5 file"):
         load_softmax(tmp_path / "bad.hdf5", vocab_size=50, dim=8)
+
+
+def test_chunked_sampled_softmax_gradients_match_autograd(probabilities):
+    """The sampled softmax's own backward gives autograd's gradients of the plain formula."""
+    torch.manual_seed(0)
+    softmax = _softmax()
+    hidden = torch.randn(12, 8, requires_grad=True)
+    targets = torch.tensor([0, 3, 5, 7, 9, 11, 20, 33, 40, 3, 0, 49])  # hits on 0, 3, 7, 9, 20, 33
+    candidates = SampledCandidates(torch.tensor([0, 3, 7, 9, 20, 33]), 9, 50)
+    weights = torch.rand(12)
+    (softmax.nll(hidden, targets, candidates, chunk_rows=5) * weights).sum().backward()
+    got = [hidden.grad.clone(), softmax.weight.grad.clone(), softmax.bias.grad.clone()]
+    hidden.grad = softmax.weight.grad = softmax.bias.grad = None
+    log_q = candidates.log_expected_count(torch.arange(50))
+    true_logits = (hidden * softmax.weight[targets]).sum(1) + softmax.bias[targets] - log_q[targets]
+    sampled = hidden @ softmax.weight[candidates.ids].T + softmax.bias[candidates.ids] - log_q[candidates.ids]
+    sampled = sampled.masked_fill(targets[:, None] == candidates.ids[None, :], float("-inf"))
+    plain = torch.logsumexp(torch.cat([true_logits[:, None], sampled], 1), 1) - true_logits
+    (plain * weights).sum().backward()
+    for mine, reference in zip(got, [hidden.grad, softmax.weight.grad, softmax.bias.grad]):
+        torch.testing.assert_close(mine, reference, rtol=1e-5, atol=1e-6)

@@ -10,6 +10,7 @@ from .char_ids import BOS_IDS, EOS_IDS
 from .lstm import BiLstmStack, LstmState, PackingPlan
 from .options import BiLMOptions
 from .select_rows import select_rows
+from .token_vector_cache import TokenVectorCache
 
 
 @dataclass
@@ -77,10 +78,17 @@ class ElmoBiLM(nn.Module):
     def output_dim(self) -> int:
         return self.options.output_dim
 
+    def weights_changed(self) -> None:
+        """Drop what was derived from the weights; call after updating them
+        outside torch (Thinc's optimizer writes into the parameters' memory)."""
+        self.char_encoder.weights_changed()
+        self.lstm.weights_changed()
+
     def forward(
         self,
         char_ids: Tensor,
         *,
+        token_cache: Optional[TokenVectorCache] = None,
         initial_state: Optional[Sequence[LstmState]] = None,
         run_boundary_steps: bool = False,
     ) -> BiLMOutput:
@@ -93,6 +101,8 @@ class ElmoBiLM(nn.Module):
         :param run_boundary_steps: also run the forward step at ``</S>`` and the
             backward step at ``<S>``, whose outputs are dropped but whose final
             state a stateful caller needs; implied by ``initial_state``.
+        :param token_cache: in prediction, look up the token vectors of words
+            seen before instead of running the character CNN.
         """
         batch, max_tokens = char_ids.shape[:2]
         mask = (char_ids > 0).any(dim=2)
@@ -103,7 +113,7 @@ class ElmoBiLM(nn.Module):
             )
             return BiLMOutput(empty, mask)
         encoding = self.encode_packed(
-            char_ids, mask, lengths, initial_state=initial_state,
+            char_ids, mask, lengths, token_cache=token_cache, initial_state=initial_state,
             run_boundary_steps=run_boundary_steps or initial_state is not None,
         )
         layers = self._unpack(encoding, lengths, max_tokens)
@@ -119,6 +129,7 @@ class ElmoBiLM(nn.Module):
         mask: Tensor,
         lengths: Tensor,
         *,
+        token_cache: Optional[TokenVectorCache] = None,
         initial_state: Optional[Sequence[LstmState]] = None,
         run_boundary_steps: bool = False,
     ) -> PackedEncoding:
@@ -130,7 +141,7 @@ class ElmoBiLM(nn.Module):
         objective (predict the next / previous word) need.
         """
         device = char_ids.device
-        token_vectors, token_index = self._token_vectors(char_ids, mask, lengths)
+        token_vectors, token_index = self._token_vectors(char_ids, mask, token_cache)
         n_steps = lengths + (2 if run_boundary_steps else 1)
         sorted_order = torch.argsort(n_steps, descending=True, stable=True)
         sorted_steps = n_steps[sorted_order]
@@ -156,7 +167,7 @@ class ElmoBiLM(nn.Module):
             token_vectors=token_vectors, token_index=token_index, final_state=final_state,
         )
 
-    def _token_vectors(self, char_ids: Tensor, mask: Tensor, lengths: Tensor):
+    def _token_vectors(self, char_ids: Tensor, mask: Tensor, token_cache: Optional[TokenVectorCache]):
         """Token vectors of each distinct token string, and where each position's is.
 
         :returns: vectors *Shape:* ``(n_distinct, projection_dim)`` and an index
@@ -165,7 +176,10 @@ class ElmoBiLM(nn.Module):
         batch, max_tokens = mask.shape
         ids = torch.cat([self.boundary_ids, char_ids[mask]])
         distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
-        token_vectors = self.char_encoder(distinct)
+        if token_cache is None:
+            token_vectors = self.char_encoder(distinct)
+        else:
+            token_vectors = token_cache.token_vectors(self.char_encoder, distinct)
         token_index = inverse.new_full((batch, max_tokens + 2), int(inverse[1]))
         token_index[:, 0] = inverse[0]
         token_index[:, 1:-1][mask] = inverse[2:]

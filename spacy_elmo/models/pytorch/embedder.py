@@ -4,6 +4,7 @@ Sentences are grouped by length inside a window of the input so that batches
 carry little padding; every sentence is encoded independently of its batch
 (zero initial state), so the grouping never changes a vector.
 """
+from functools import partial
 from itertools import islice
 from typing import Iterable, Iterator, List, Optional, Sequence
 
@@ -13,6 +14,7 @@ import torch
 from .batching import length_sorted_batches
 from .bilm import ElmoBiLM
 from .encode import DeviceLike, Sentence, encode
+from .token_vector_cache import TokenVectorCache
 
 
 class ElmoEmbedder:
@@ -24,6 +26,8 @@ class ElmoEmbedder:
         of very long sentences is split further).
     :param sort_window: how many batches' worth of input is sorted by length at
         a time; 1 keeps the input order inside each batch.
+    :param token_cache_size: keep the token vectors of up to this many distinct
+        words, so a word seen before skips the character CNN (0: off).
     """
 
     def __init__(
@@ -33,10 +37,12 @@ class ElmoEmbedder:
         batch_size: int = 32,
         max_batch_tokens: int = 8192,
         sort_window: int = 64,
+        token_cache_size: int = 50_000,
         device: DeviceLike = "cpu",
     ) -> None:
         if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1:
             raise ValueError("batch_size, max_batch_tokens and sort_window must be positive")
+        self.token_cache = TokenVectorCache(token_cache_size)
         self.device = torch.device(device)
         self.bilm = bilm.to(self.device).eval()
         self.batch_size = batch_size
@@ -67,5 +73,6 @@ class ElmoEmbedder:
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
-            layers = encode(self.bilm, sentences, self.device).layers.to("cpu", torch.float32).numpy()
+            forward = partial(self.bilm, token_cache=self.token_cache)
+            layers = encode(forward, sentences, self.device).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]

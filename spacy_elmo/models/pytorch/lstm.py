@@ -5,8 +5,6 @@ step ``t`` owns the contiguous rows ``offsets[t] : offsets[t] + batch_sizes[t]``
 and no work is spent on padding. Direction 0 reads each sequence forwards,
 direction 1 reads it reversed; both share the packing plan.
 """
-import os
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Tuple
@@ -14,6 +12,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from .direction_threads import run_directions_in_threads
 from .lstm_recurrence import RecurrenceSpec, lstm_recurrence
 from .options import BiLMOptions
 from .packed_linear import PackedWeights
@@ -25,6 +24,14 @@ LstmState = Tuple[Tensor, Tensor]
 # Rows of the input projection computed in one matrix multiply; bounds the memory
 # of the precomputed gate inputs on long inputs while keeping the GEMM efficient.
 _INPUT_CHUNK_ROWS = 2048
+# In prediction the directions go to their own threads only where each step's
+# products are large (many sequences times large weights): below that, handing
+# Python's GIL between the threads at every op costs more than the second core
+# gives, and one batched product for both directions is faster (measured on a
+# 2-core AMD EPYC, english-compact: 1.7x at batch 1, 1.8x at batch 4, even at 32;
+# `original`, 4096 cells: threads 2.2x faster at batch 4, 1.5x at 32).
+_MIN_SEQUENCES_FOR_THREADS = 3
+_MIN_STEP_WEIGHTS_FOR_THREADS = 2_000_000
 
 _autograd_only = False
 
@@ -109,6 +116,10 @@ class BiLstmStack(nn.Module):
     def n_layers(self) -> int:
         return len(self.biases)
 
+    def weights_changed(self) -> None:
+        """Forget the prepacked weight copies (see :meth:`ElmoBiLM.weights_changed`)."""
+        self._packed.clear()
+
     def set_dropout(self, rate: float) -> None:
         """Dropout on each layer's input in training mode; masks are drawn before
         the directions go to their threads, so seeded runs repeat exactly."""
@@ -133,52 +144,49 @@ class BiLstmStack(nn.Module):
             sequence (after its last step), in sorted order.
         """
         masks = self._dropout_masks(inputs)
-        # Training runs each layer (and, on CPU, direction) as one autograd node.
-        spec = RecurrenceSpec(plan.batch_sizes, self.cell_clip, self.proj_clip) if self._records_gradients(inputs) else None
-        if inputs.device.type != "cpu":
+        # Training runs each layer as one autograd node.
+        spec = (
+            RecurrenceSpec(
+                plan.batch_sizes, self.cell_clip, self.proj_clip,
+                directions_in_threads=(
+                    inputs.device.type == "cpu" and torch.get_num_threads() >= 2 and self.parallel_directions
+                ),
+            )
+            if self._records_gradients(inputs) else None
+        )
+        if inputs.device.type != "cpu" or not self._directions_in_threads(plan, spec):
+            # One node per layer for both directions: in training, its forward
+            # and backward run the directions on two threads (lstm_recurrence).
             return self._run_directions(inputs, plan, initial_state, slice(0, 2), masks, spec)
-        # On CPU each direction runs on its own: the per-step products then go
-        # through the prepacked single-direction path. With two or more threads
-        # the directions run concurrently, one core each, which uses the cores
-        # far better than one small GEMM split across both (5x at batch 1). In
-        # training, this also beats one node for both directions that runs them
-        # on two threads in its forward and its backward (by 10-20%, measured).
-        threads = torch.get_num_threads()
-        in_threads = threads >= 2 and self.parallel_directions
-        # Grad, inference and autocast modes are thread-local: carry them over.
-        inference = torch.is_inference_mode_enabled()
-        grad = torch.is_grad_enabled()
-        autocast = torch.is_autocast_enabled("cpu")
-        autocast_dtype = torch.get_autocast_dtype("cpu")
 
         def run(direction: int) -> Tuple[List[Tensor], List[LstmState]]:
-            if in_threads:
-                torch.set_num_threads(max(1, threads // 2))
-            with torch.inference_mode(inference), torch.set_grad_enabled(grad), torch.autocast(
-                "cpu", dtype=autocast_dtype, enabled=autocast
-            ):
-                return self._run_directions(
-                    inputs[direction : direction + 1], plan,
-                    None if initial_state is None
-                    else [(h[direction : direction + 1], c[direction : direction + 1]) for h, c in initial_state],
-                    slice(direction, direction + 1),
-                    None if masks is None else [m[direction : direction + 1] for m in masks],
-                    spec,
-                )
+            return self._run_directions(
+                inputs[direction : direction + 1], plan,
+                None if initial_state is None
+                else [(h[direction : direction + 1], c[direction : direction + 1]) for h, c in initial_state],
+                slice(direction, direction + 1),
+                None if masks is None else [m[direction : direction + 1] for m in masks],
+                spec,
+            )
 
-        if in_threads:
-            try:
-                forward, backward = _direction_pool().map(run, (0, 1))
-            finally:
-                torch.set_num_threads(threads)
-        else:
-            forward, backward = run(0), run(1)
+        forward, backward = run_directions_in_threads(run)
         outputs = [torch.cat(pair) for pair in zip(forward[0], backward[0])]
         states = [
             (torch.cat([fh, bh]), torch.cat([fc, bc]))
             for (fh, fc), (bh, bc) in zip(forward[1], backward[1])
         ]
         return outputs, states
+
+    def _directions_in_threads(self, plan: PackingPlan, spec: Optional[RecurrenceSpec]) -> bool:
+        """In prediction on CPU, whether each direction runs on its own thread
+        (through the prepacked single-direction products); see
+        `_MIN_STEP_WEIGHTS_FOR_THREADS`. Training threads inside the recurrence."""
+        step_weights = self.hidden_weights[0][0].numel() + self.projections[0][0].numel()
+        return (
+            spec is None and torch.get_num_threads() >= 2 and self.parallel_directions
+            and plan.batch_sizes[0] >= _MIN_SEQUENCES_FOR_THREADS
+            and step_weights >= _MIN_STEP_WEIGHTS_FOR_THREADS
+        )
 
     def _records_gradients(self, inputs: Tensor) -> bool:
         """Whether this call trains, so that :func:`lstm_recurrence` runs the layers.
@@ -338,28 +346,3 @@ def _affine(bias: Optional[Tensor], x: Tensor, weight: Tensor) -> Tensor:
     if bias is None:
         return torch.bmm(x, weight)
     return torch.baddbmm(bias, x, weight)
-
-
-_POOL: Optional[ThreadPoolExecutor] = None
-
-
-def _direction_pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="elmo-direction")
-    return _POOL
-
-
-def _after_fork_in_child() -> None:
-    """A forked child (``nlp.pipe(n_process=2)``) has none of the parent's threads.
-
-    Our direction pool is gone, and so is the OpenMP pool: with torch's OpenMP
-    build, the child's first multi-threaded op hangs once the parent has run
-    one. Like torch's DataLoader workers, the child continues single-threaded.
-    """
-    global _POOL
-    _POOL = None
-    torch.set_num_threads(1)
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -22,17 +22,21 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from .direction_threads import run_directions_in_threads
+
 #: One direction (``int``: its tensors lose the direction dimension) or several (``slice``).
 Direction = Union[int, slice]
 
 
 @dataclass(frozen=True)
 class RecurrenceSpec:
-    """What is fixed for one call: the packing (sequences running at each step) and the clips."""
+    """What is fixed for one call: the packing (sequences running at each step), the
+    clips, and whether two directions run on two threads (forward and backward)."""
 
     batch_sizes: Tuple[int, ...]
     cell_clip: Optional[float]
     proj_clip: Optional[float]
+    directions_in_threads: bool = False
 
 
 @dataclass
@@ -118,7 +122,7 @@ class _LstmRecurrence(torch.autograd.Function):
                 None if h0 is None else h0[d], None if c0 is None else c0[d], trace.directions(d),
             )
 
-        final_h, final_c = _each_direction(run, k)
+        final_h, final_c = _each_direction(run, k, spec.directions_in_threads)
         ctx.spec = spec
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(inputs, w_input, w_hidden, w_proj, h0, c0, *trace.tensors())
@@ -143,12 +147,18 @@ class _LstmRecurrence(torch.autograd.Function):
                 grads.directions(d),
             )
 
-        _each_direction(run, inputs.shape[0])
+        _each_direction(run, inputs.shape[0], spec.directions_in_threads)
         return (None,) + tuple(grads.tensors())
 
 
-def _each_direction(run: Callable[[Direction], Any], k: int) -> Any:
-    """`run` on one direction's tensors (2-D: no batched products) or on all ``k`` at once."""
+def _each_direction(run: Callable[[Direction], Any], k: int, in_threads: bool) -> Any:
+    """`run` on one direction's tensors (2-D: no batched products), on two
+    directions each on its own thread, or on all ``k`` at once."""
+    if k == 2 and in_threads:
+        results = run_directions_in_threads(run)
+        if results[0] is None:
+            return None
+        return tuple(torch.stack(parts) for parts in zip(*results))
     if k != 1:
         return run(slice(0, k))
     result = run(0)

@@ -159,8 +159,8 @@ def test_prepacked_weights_follow_parameter_updates(fixture_bilm):
 def test_dropout_is_reproducible_with_directions_in_threads():
     bilm = ElmoBiLM(NAMED_SIZES["fixture"]).train()
     bilm.lstm.dropout = 0.3
-    bilm.lstm.parallel_directions = True
-    char_ids = batch_to_char_ids([["a", "b", "c", "d"], ["e", "f"]])
+    bilm.lstm.parallel_directions = True  # threads from three sentences on
+    char_ids = batch_to_char_ids([["a", "b", "c", "d"], ["e", "f"], ["g"]])
     runs = []
     for _ in range(2):
         torch.manual_seed(7)

@@ -1,0 +1,78 @@
+"""The character CNN skips windows that lie wholly in padding and gives the
+result of the plain convolution over all 50 positions, values and gradients."""
+import random
+
+import pytest
+import torch
+from torch import nn
+
+from spacy_elmo.models.pytorch.char_cnn import CharacterEncoder
+from spacy_elmo.models.pytorch.char_ids import PAD_CHAR, batch_to_char_ids
+from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+
+def _plain_features(encoder: CharacterEncoder, char_ids: torch.Tensor) -> torch.Tensor:
+    """The definition: conv1d over every position, max, bias, activation."""
+    chars = nn.functional.embedding(char_ids, encoder.char_embedding).transpose(1, 2)
+    pooled = [encoder.activation(conv(chars).amax(dim=2)) for conv in encoder.convolutions]
+    return torch.cat(pooled, dim=1)
+
+
+def _tokens(n: int, seed: int):
+    """Words of every length from 1 to 60 bytes (past the 48-byte cut), multi-byte ones too."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyzé€-.,0123456789"
+    return ["".join(rng.choice(alphabet) for _ in range(rng.choice([1, 2, 3, 5, 7, 9, 13, 20, 31, 48, 60])))
+            for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    torch.manual_seed(0)
+    return CharacterEncoder(NAMED_SIZES["fixture"])
+
+
+def test_features_equal_the_plain_convolution(encoder):
+    char_ids = batch_to_char_ids([_tokens(300, seed=1)])[0]
+    with torch.no_grad():
+        torch.testing.assert_close(encoder._filter_features(char_ids), _plain_features(encoder, char_ids), rtol=1e-6, atol=1e-6)
+
+
+def test_padding_can_be_the_max():
+    """A filter that answers padding most strongly: short tokens take the padding response."""
+    torch.manual_seed(0)
+    encoder = CharacterEncoder(NAMED_SIZES["fixture"])
+    with torch.no_grad():
+        encoder.char_embedding[PAD_CHAR + 1] = 5.0
+    char_ids = batch_to_char_ids([["a", "bb", "a" * 40]])[0]
+    with torch.no_grad():
+        got = encoder._filter_features(char_ids)
+        torch.testing.assert_close(got, _plain_features(encoder, char_ids), rtol=1e-6, atol=1e-6)
+
+
+def test_gradients_equal_the_plain_convolution(encoder):
+    """Against the plain convolution in float64 (in float32 the plain one splits
+    a tied max over dozens of padding windows and is itself off by 1e-4)."""
+    char_ids = batch_to_char_ids([_tokens(120, seed=2)])[0]
+    weights = torch.randn(char_ids.shape[0], encoder.n_filters, generator=torch.Generator().manual_seed(3))
+    grads = []
+    for features, dtype in ((encoder._filter_features, torch.float32), (lambda ids: _plain_features(encoder, ids), torch.float64)):
+        encoder.to(dtype).zero_grad()
+        (features(char_ids) * weights.to(dtype)).sum().backward()
+        grads.append([p.grad.double().clone() for p in [encoder.char_embedding, *encoder.convolutions.parameters()]])
+    encoder.to(torch.float32)
+    for trimmed, plain in zip(*grads):
+        torch.testing.assert_close(trimmed, plain, rtol=1e-5, atol=2e-5)
+
+
+def test_a_token_gets_the_same_vector_in_any_group(encoder):
+    words = _tokens(64, seed=4)
+    with torch.no_grad():
+        together = encoder(batch_to_char_ids([words])[0])
+        alone = torch.cat([encoder(batch_to_char_ids([[w]])[0]) for w in words])
+    torch.testing.assert_close(together, alone, rtol=1e-6, atol=1e-6)
+
+
+def test_no_tokens(encoder):
+    with torch.no_grad():
+        assert encoder(torch.zeros((0, 50), dtype=torch.long)).shape == (0, encoder(batch_to_char_ids([["a"]])[0]).shape[1])
