@@ -25,7 +25,7 @@ import random
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Any, Callable, Dict, List
 
 DEFAULT_CONLLU = Path(__file__).resolve().parents[2] / "shared/data/ud_english_ewt/en_ewt-ud-dev.conllu"
 
@@ -36,15 +36,21 @@ def read_texts(path: Path, n: int, seed: int) -> List[str]:
     return random.Random(seed).sample(texts, n)
 
 
-def parse_settings(pairs: List[str]) -> Dict[str, object]:
-    """`key=value` pairs, values read as JSON where they parse (numbers, true, null)."""
-    settings: Dict[str, object] = {}
+def parse_settings(pairs: List[str]) -> Dict[str, Any]:
+    """`key=value` pairs as a nested dict (`model.batch_size=64`), values read as
+    JSON where they parse (numbers, true, null)."""
+    settings: Dict[str, Any] = {}
     for pair in pairs:
-        key, _, value = pair.partition("=")
+        key, _, text = pair.partition("=")
         try:
-            settings[key] = json.loads(value)
+            value = json.loads(text)
         except json.JSONDecodeError:
-            settings[key] = value
+            value = text
+        *sections, name = key.split(".")
+        section = settings
+        for part in sections:
+            section = section.setdefault(part, {})
+        section[name] = value
     return settings
 
 
@@ -69,12 +75,13 @@ def bench_component(args: argparse.Namespace) -> None:
     import spacy
 
     nlp = spacy.blank("en")
-    config: Dict[str, object] = dict(parse_settings(args.setting))
+    config = parse_settings(args.setting)
+    model = config.setdefault("model", {})
     if args.size is not None:
-        config["model"] = {"size": args.size}
+        model["size"] = args.size
         label = f"random {args.size}"
     else:
-        config["model"] = {"weights_loader": {"@misc": "spacy-elmo.elmo_weights.v1", "model": args.model}}
+        model["weights_loader"] = {"@misc": "spacy-elmo.elmo_weights.v1", "model": args.model}
         label = args.model
     nlp.add_pipe("elmo", config=config)
     nlp.initialize()

@@ -53,11 +53,13 @@ def run_one(args: argparse.Namespace) -> dict:
         bilm = ReferenceBiLM(bilm)
     sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
     n_tokens = sum(len(s) for s in sentences)
+    # int8: the opt-in CPU path (the LSTM's gate products in int8); bf16: autocast.
+    precision = {"precision": "int8"} if args.dtype == "int8" else {}
     embedder = ElmoEmbedder(
         bilm, batch_size=args.batch_size, device=args.device,
-        sort_window=args.sort_window,
+        sort_window=args.sort_window, **precision,
     )
-    dtype = {"fp32": None, "bf16": torch.bfloat16}[args.dtype]
+    dtype = {"fp32": None, "int8": None, "bf16": torch.bfloat16}[args.dtype]
 
     def once() -> float:
         start = time.perf_counter()
@@ -92,7 +94,7 @@ def main() -> None:
         "--implementation", default="spacy-elmo", choices=["spacy-elmo", "reference"],
         help="'reference': AllenNLP's algorithm (benchmarks/reference_loop.py), as a baseline",
     )
-    parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=["fp32", "bf16"])
+    parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=["fp32", "bf16", "int8"])
     parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)

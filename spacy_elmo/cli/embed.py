@@ -46,6 +46,10 @@ def embed_command(
     ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Sentences per forward pass."),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device index; -1 runs on the CPU."),
+    precision: str = typer.Option(
+        "fp32", "--precision",
+        help="fp32 (exact), or int8: the LSTM's gate products in int8 on a CPU with VNNI (faster, vectors differ slightly).",
+    ),
     top: bool = typer.Option(False, "--top", help="Write only the top layer: (n_tokens, dim)."),
     average: bool = typer.Option(
         False, "--average", help="Write the mean of all layers: (n_tokens, dim)."
@@ -66,7 +70,7 @@ def embed_command(
     device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
     bilm = load_bilm(weights_path, options_path)
-    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device)
+    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision)
     if empty_lines:
         dim = bilm.options.output_dim
         shape = (0, dim) if top or average else (bilm.options.n_output_layers, 0, dim)

@@ -26,6 +26,7 @@ from .gradients import no_gradient
 from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import BiLMOutput, ElmoBiLM
 from .pytorch.encode import encode
+from .pytorch.int8_linear import check_precision
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .pytorch.token_vector_cache import TokenVectorCache
 from .segment_cache import SegmentCache
@@ -33,6 +34,7 @@ from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
 CACHE_ATTR = "segment_cache"
 TOKEN_CACHE_ATTR = "token_cache"
+PRECISION_ATTR = "precision"
 
 NO_WEIGHTS = (
     "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "
@@ -116,6 +118,13 @@ def set_token_cache(model: BiLMModelT, max_words: int) -> None:
     model.attrs[TOKEN_CACHE_ATTR] = TokenVectorCache(max_words) if max_words > 0 else None
 
 
+def set_precision(model: BiLMModelT, precision: str) -> None:
+    """"fp32", or "int8": the LSTM's gate products in int8 wherever the biLM runs
+    without gradients (prediction, and training with a frozen biLM)."""
+    check_precision(precision)
+    model.attrs[PRECISION_ATTR] = precision
+
+
 def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     """Put the biLM that ``weights_loader`` returns into the layer."""
     bilm = weights_loader()
@@ -147,8 +156,10 @@ class _Segment:
 def bilm_layer_forward(
     model: BiLMModelT, docs: List[Doc], is_train: bool
 ) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
-    if get_bilm(model) is None:
+    bilm = get_bilm(model)
+    if bilm is None:
         raise WeightsError(NO_WEIGHTS)
+    bilm.precision = model.attrs.get(PRECISION_ATTR, "fp32")
     ops = model.ops
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]

@@ -93,3 +93,33 @@ def test_the_cache_is_dropped_when_the_biLM_is_unfrozen(weights, one_torch_threa
     assert len(elmo.segment_cache) == 0
     train(nlp, n_steps=1)
     assert len(elmo.segment_cache) == 0
+
+
+def test_the_token_cache_gives_the_same_vectors_and_follows_new_weights(weights):
+    """`token_cache_size` on the component: the layers without it (to float32
+    rounding, as any batch composition), across `nlp.pipe` batches, and after the
+    weights are replaced (`from_bytes`)."""
+    import spacy
+    import torch
+
+    from spacy_elmo.errors import OptionsError
+
+    texts = ["The bank of the river .", "The bank lends money .", "A river bank ."]
+    cached, plain = elmo_nlp(weights), elmo_nlp(weights, elmo_config={"token_cache_size": 0})
+    for batch_size in (1, 2):  # the second pass reads the words the first cached
+        got = [doc._.elmo.layers for doc in cached.pipe(texts, batch_size=batch_size)]
+        want = [doc._.elmo.layers for doc in plain.pipe(texts, batch_size=batch_size)]
+        for a, b in zip(got, want):
+            numpy.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert cached.get_pipe("elmo").model.attrs["token_cache"].hits > 0
+    assert plain.get_pipe("elmo").model.attrs["token_cache"] is None
+
+    with torch.no_grad():
+        plain.get_pipe("elmo").model.shims[0].module.char_encoder.char_embedding.mul_(1.5)
+    cached.get_pipe("elmo").from_bytes(plain.get_pipe("elmo").to_bytes())
+    got = [doc._.elmo.layers for doc in cached.pipe(texts, batch_size=2)]
+    want = [doc._.elmo.layers for doc in plain.pipe(texts, batch_size=2)]
+    for a, b in zip(got, want):
+        numpy.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    with pytest.raises(OptionsError, match="token_cache_size must be 0"):
+        spacy.blank("en").add_pipe("elmo", config={"token_cache_size": -1})

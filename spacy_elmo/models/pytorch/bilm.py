@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder
 from .char_ids import BOS_IDS, EOS_IDS
+from .int8_linear import check_precision
 from .lstm import BiLstmStack, LstmState, PackingPlan
 from .options import BiLMOptions
 from .select_rows import select_rows
@@ -77,6 +78,17 @@ class ElmoBiLM(nn.Module):
     @property
     def output_dim(self) -> int:
         return self.options.output_dim
+
+    @property
+    def precision(self) -> str:
+        """"fp32", or "int8" (opt-in): the LSTM's gate products in CPU inference in
+        int8 (:mod:`.int8_linear`); the token layer and training stay fp32."""
+        return self.lstm.precision
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        check_precision(value)
+        self.lstm.precision = value
 
     def weights_changed(self) -> None:
         """Drop what was derived from the weights; call after updating them

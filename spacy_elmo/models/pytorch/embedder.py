@@ -28,6 +28,8 @@ class ElmoEmbedder:
         a time; 1 keeps the input order inside each batch.
     :param token_cache_size: keep the token vectors of up to this many distinct
         words, so a word seen before skips the character CNN (0: off).
+    :param precision: "fp32", or "int8" for the LSTM's gate products on a CPU
+        with VNNI (see :attr:`ElmoBiLM.precision`).
     """
 
     def __init__(
@@ -38,6 +40,7 @@ class ElmoEmbedder:
         max_batch_tokens: int = 8192,
         sort_window: int = 64,
         token_cache_size: int = 50_000,
+        precision: str = "fp32",
         device: DeviceLike = "cpu",
     ) -> None:
         if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1:
@@ -45,6 +48,7 @@ class ElmoEmbedder:
         self.token_cache = TokenVectorCache(token_cache_size)
         self.device = torch.device(device)
         self.bilm = bilm.to(self.device).eval()
+        self.bilm.precision = precision
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.sort_window = sort_window

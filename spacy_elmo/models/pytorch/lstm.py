@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from .direction_threads import run_directions_in_threads
 from .lstm_recurrence import RecurrenceSpec, lstm_recurrence
 from .options import BiLMOptions
+from .int8_linear import Int8Weights
 from .packed_linear import PackedWeights
 
 #: ``(h, c)`` for one layer, *Shape:* ``(2, batch, projection_dim)`` and
@@ -25,12 +26,11 @@ LstmState = Tuple[Tensor, Tensor]
 # of the precomputed gate inputs on long inputs while keeping the GEMM efficient.
 _INPUT_CHUNK_ROWS = 2048
 # In prediction the directions go to their own threads only where each step's
-# products are large (many sequences times large weights): below that, handing
-# Python's GIL between the threads at every op costs more than the second core
-# gives, and one batched product for both directions is faster (measured on a
-# 2-core AMD EPYC, english-compact: 1.7x at batch 1, 1.8x at batch 4, even at 32;
-# `original`, 4096 cells: threads 2.2x faster at batch 4, 1.5x at 32).
-_MIN_SEQUENCES_FOR_THREADS = 3
+# products are large: for smaller weights, handing Python's GIL between the
+# threads at every op costs more than the second core gives, and one batched
+# product for both directions is faster (measured on a 2-core AMD EPYC:
+# english-compact 1.7x at batch 1, 1.8x at batch 4, even at 32; `original`, 4096
+# cells: threads 2.2x faster at batch 4, 1.2x at 32, 1.06x at 1).
 _MIN_STEP_WEIGHTS_FOR_THREADS = 2_000_000
 
 _autograd_only = False
@@ -103,6 +103,9 @@ class BiLstmStack(nn.Module):
         #: Run the two directions on two CPU threads (see :meth:`forward`).
         self.parallel_directions = True
         self._packed = PackedWeights()
+        #: "fp32", or "int8": the gate products of CPU inference in int8 (opt-in).
+        self.precision = "fp32"
+        self._int8 = Int8Weights()
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -119,6 +122,7 @@ class BiLstmStack(nn.Module):
     def weights_changed(self) -> None:
         """Forget the prepacked weight copies (see :meth:`ElmoBiLM.weights_changed`)."""
         self._packed.clear()
+        self._int8.clear()
 
     def set_dropout(self, rate: float) -> None:
         """Dropout on each layer's input in training mode; masks are drawn before
@@ -154,7 +158,7 @@ class BiLstmStack(nn.Module):
             )
             if self._records_gradients(inputs) else None
         )
-        if inputs.device.type != "cpu" or not self._directions_in_threads(plan, spec):
+        if inputs.device.type != "cpu" or not self._directions_in_threads(spec):
             # One node per layer for both directions: in training, its forward
             # and backward run the directions on two threads (lstm_recurrence).
             return self._run_directions(inputs, plan, initial_state, slice(0, 2), masks, spec)
@@ -177,14 +181,13 @@ class BiLstmStack(nn.Module):
         ]
         return outputs, states
 
-    def _directions_in_threads(self, plan: PackingPlan, spec: Optional[RecurrenceSpec]) -> bool:
+    def _directions_in_threads(self, spec: Optional[RecurrenceSpec]) -> bool:
         """In prediction on CPU, whether each direction runs on its own thread
         (through the prepacked single-direction products); see
         `_MIN_STEP_WEIGHTS_FOR_THREADS`. Training threads inside the recurrence."""
         step_weights = self.hidden_weights[0][0].numel() + self.projections[0][0].numel()
         return (
             spec is None and torch.get_num_threads() >= 2 and self.parallel_directions
-            and plan.batch_sizes[0] >= _MIN_SEQUENCES_FOR_THREADS
             and step_weights >= _MIN_STEP_WEIGHTS_FOR_THREADS
         )
 
@@ -275,13 +278,13 @@ class BiLstmStack(nn.Module):
         for t, (n, offset) in enumerate(zip(plan.batch_sizes, plan.offsets)):
             if offset >= chunk_end:
                 chunk_end, chunk_steps = self._chunk_end(plan, t)
-                chunk = self._matmul(bias, inputs[:, offset:chunk_end], w_input, (layer, directions.start, 2))
+                chunk = self._matmul(bias, inputs[:, offset:chunk_end], w_input, (layer, directions.start, 2), gates=True)
                 # Split once: a slice per step would make backward zero-fill a
                 # chunk-sized gradient at every step (28% of a training step).
                 step_gate_inputs = iter(chunk.split(plan.batch_sizes[t : t + chunk_steps], dim=1))
             gates = next(step_gate_inputs)
             if h is not None:
-                gates = self._matmul(gates, h[:, :n], w_hidden, (layer, directions.start, 0))
+                gates = self._matmul(gates, h[:, :n], w_hidden, (layer, directions.start, 0), gates=True)
             sigmoid = torch.sigmoid(gates[:, :, : 3 * hidden_size])
             candidate = torch.tanh(gates[:, :, 3 * hidden_size :])
             input_gate = sigmoid[:, :, :hidden_size]
@@ -305,11 +308,26 @@ class BiLstmStack(nn.Module):
         finished_c.reverse()
         return torch.cat(steps, dim=1), (torch.cat(finished_h, dim=1), torch.cat(finished_c, dim=1))
 
-    def _matmul(self, add: Optional[Tensor], x: Tensor, weight: Tensor, key: Tuple[int, ...]) -> Tensor:
+    def _matmul(
+        self, add: Optional[Tensor], x: Tensor, weight: Tensor, key: Tuple[int, ...], *, gates: bool = False
+    ) -> Tensor:
         """``add + x @ weight`` per direction, through prepacked weights when possible.
 
-        ``add`` of shape ``(k, 1, out)`` is a bias, fused into the product.
+        ``add`` of shape ``(k, 1, out)`` is a bias, fused into the product. `gates`:
+        a gate product (``P x 4H``), which the int8 path takes where it is on.
         """
+        if gates and self.precision == "int8":
+            products = [
+                self._int8.matmul(x[d], weight[d], (key[0], key[1] + d, key[2])) for d in range(x.shape[0])
+            ]
+            if all(p is not None for p in products):
+                if add is not None and add.shape[1] == x.shape[1]:
+                    # The step's gate inputs, a view of a chunk not read again: add in place.
+                    for d, product in enumerate(products):
+                        add[d].add_(product)
+                    return add
+                product = torch.stack(products)
+                return product if add is None else product.add_(add)
         if x.shape[0] == 1:
             is_row = add is not None and add.shape[1] == 1  # a bias: fuse it
             product = self._packed.matmul(

@@ -54,6 +54,7 @@ class PackedWeights:
             or (max_rows is not None and x.shape[0] > max_rows)
             or x.device.type != "cpu"
             or x.dtype != torch.float32
+            or weight.is_inference()  # no version counter to watch
             or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
             or (bias is not None and bias.requires_grad and torch.is_grad_enabled())
         ):

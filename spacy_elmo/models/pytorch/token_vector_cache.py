@@ -53,7 +53,8 @@ class TokenVectorCache:
 
         Only for prediction: the result carries no gradient.
         """
-        if self.max_words == 0 or torch.is_grad_enabled():
+        if self.max_words == 0 or torch.is_grad_enabled() or any(p.is_inference() for p in encoder.parameters()):
+            # Inference tensors (weights made under inference_mode) have no version counter to watch.
             return encoder(char_ids)
         self._serve(encoder)
         keys = [row.tobytes() for row in char_ids.to(torch.int16).cpu().numpy()]

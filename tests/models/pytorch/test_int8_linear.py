@@ -1,0 +1,75 @@
+"""The opt-in int8 path: near the fp32 products and vectors, only where it applies,
+and one clear line where the machine cannot run it."""
+import pytest
+import torch
+
+from spacy_elmo.errors import OptionsError
+from spacy_elmo.models.pytorch import int8_linear
+from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+from spacy_elmo.models.pytorch.int8_linear import Int8Weights, check_precision, int8_available
+from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+needs_int8 = pytest.mark.skipif(not int8_available(), reason="this CPU has no int8 dot-product instructions")
+
+
+@needs_int8
+def test_int8_product_is_near_the_fp32_product():
+    torch.manual_seed(0)
+    x, weight = torch.randn(32, 128), torch.randn(128, 2048) * 0.05
+    got = Int8Weights().matmul(x, weight, (0,))
+    exact = x @ weight
+    assert got.shape == exact.shape
+    assert (got - exact).abs().max() < 0.02 * exact.abs().max()
+    assert not torch.equal(got, exact)  # it is the int8 path
+
+
+@needs_int8
+def test_int8_is_not_used_for_few_rows_or_with_gradients():
+    weight = torch.randn(16, 64, requires_grad=True)
+    int8 = Int8Weights()
+    assert int8.matmul(torch.randn(int8_linear.MIN_ROWS - 1, 16), weight.detach(), (0,)) is None
+    assert int8.matmul(torch.randn(32, 16), weight, (0,)) is None  # grad mode, weight needs a gradient
+
+
+@needs_int8
+def test_int8_copies_follow_weight_updates():
+    torch.manual_seed(1)
+    x, weight = torch.randn(16, 32), torch.randn(32, 64)
+    int8 = Int8Weights()
+    before = int8.matmul(x, weight, (0,))
+    weight.mul_(2.0)  # an in-place update: torch's version counter moves
+    after = int8.matmul(x, weight, (0,))
+    torch.testing.assert_close(after, 2 * before, rtol=0.02, atol=0.05)
+
+
+def _layers(bilm: ElmoBiLM, sentences, precision: str) -> torch.Tensor:
+    bilm.precision = precision
+    with torch.inference_mode():
+        return bilm(batch_to_char_ids(sentences)).layers
+
+
+@needs_int8
+def test_int8_bilm_vectors_are_near_fp32_and_the_token_layer_exact():
+    torch.manual_seed(2)
+    bilm = ElmoBiLM(NAMED_SIZES["fixture"]).eval()
+    sentences = [f"the river bank number {i} was muddy after the rain of last week".split() for i in range(12)]
+    exact, int8 = _layers(bilm, sentences, "fp32"), _layers(bilm, sentences, "int8")
+    torch.testing.assert_close(int8[:, 0], exact[:, 0], rtol=0, atol=0)
+    assert not torch.equal(int8, exact)
+    cosine = torch.nn.functional.cosine_similarity(int8[:, 1:], exact[:, 1:], dim=-1)
+    assert cosine.min() > 0.99
+    bilm.precision = "int8"  # training (gradients) stays fp32
+    loss = bilm(batch_to_char_ids(sentences)).layers.sum()
+    loss.backward()
+    bilm.precision = "fp32"
+    assert torch.isclose(loss, bilm(batch_to_char_ids(sentences)).layers.sum())
+
+
+def test_unknown_or_unsupported_precision_is_one_line(monkeypatch):
+    with pytest.raises(OptionsError, match="precision must be one of 'fp32', 'int8', got 'int4'"):
+        check_precision("int4")
+    monkeypatch.setattr(int8_linear, "int8_available", lambda: False)
+    with pytest.raises(OptionsError, match=r"precision 'int8' needs a CPU with int8 dot-product instructions .* use precision 'fp32'"):
+        check_precision("int8")
+    check_precision("fp32")
