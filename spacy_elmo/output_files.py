@@ -3,9 +3,10 @@ a temporary name and renamed when complete, and cleaned up after a killed run.""
 import contextlib
 import os
 import re
+import socket
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, Union
+from typing import Iterable, Iterator, Optional, Union
 
 from .errors import SpacyElmoError
 from .stopping import raise_if_terminated
@@ -17,13 +18,14 @@ PathLike = Union[str, Path]
 def atomic_output_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it to `path` only on success.
 
-    The temporary name is ``.NAME.PID-RANDOM.tmp``: a run killed before its
-    ``finally`` (SIGKILL) leaves it behind, and :func:`remove_stale_temp_files`
-    recognises it by the dead process id.
+    The temporary name is ``.NAME.spacy-elmo-PID@HOST-RANDOM.tmp``: a run killed
+    before its ``finally`` (SIGKILL) leaves it behind, and
+    :func:`remove_stale_temp_files` recognises it as ours and its process as gone.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent)
+    prefix = f".{path.name}.spacy-elmo-{os.getpid()}@{_host()}-"
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -36,23 +38,25 @@ def atomic_output_path(path: PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
-_TEMP_NAME = re.compile(r"^\..+\.(\d+)-[^.]+\.tmp$")
+# RANDOM: tempfile's eight characters.
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.spacy-elmo-(?P<pid>\d+)@(?P<host>[^/]+)-[a-z0-9_]{8}\.tmp$")
 
 
-def remove_stale_temp_files(directory: PathLike, names: Iterable[str] = ()) -> int:
-    """Delete the temporary files of :func:`atomic_output_path` in `directory`
-    whose process is gone (a run killed while writing). With `names`, only those
-    of the outputs so named. Returns how many were removed."""
+def remove_stale_temp_files(directory: PathLike, names: Optional[Iterable[str]]) -> int:
+    """Delete the temporary files of :func:`atomic_output_path` in `directory` for
+    the outputs `names` (None: any output, for a directory only we write) whose
+    process is gone (a run killed while writing): only those this host's dead
+    processes left, never a file of another program. Returns how many were removed."""
     directory = Path(directory)
     if not directory.is_dir():
         return 0
-    wanted = tuple(f".{name}." for name in names)
+    wanted = None if names is None else set(names)
     removed = 0
     for candidate in directory.iterdir():
         match = _TEMP_NAME.match(candidate.name)
-        if match is None or (wanted and not candidate.name.startswith(wanted)):
+        if match is None or (wanted is not None and match["name"] not in wanted):
             continue
-        if _process_alive(int(match.group(1))) or not candidate.is_file():
+        if match["host"] != _host() or _process_alive(int(match["pid"])) or not candidate.is_file():
             continue
         with contextlib.suppress(FileNotFoundError):
             candidate.unlink()
@@ -114,6 +118,11 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _host() -> str:
+    """This machine's name as it appears in temporary file names."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "localhost"
 
 
 def _umask() -> int:

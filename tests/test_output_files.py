@@ -5,30 +5,45 @@ import pytest
 
 from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.output_files import (
-    atomic_output_path, check_output_dir, check_output_file, remove_stale_temp_files,
+    _TEMP_NAME, _host, atomic_output_path, check_output_dir, check_output_file, remove_stale_temp_files,
 )
 
 
 def test_atomic_output_path_names_its_temp_file_after_the_process(tmp_path):
     with atomic_output_path(tmp_path / "out.bin") as tmp:
-        assert tmp.name.startswith(f".out.bin.{os.getpid()}-") and tmp.name.endswith(".tmp")
+        assert tmp.name.startswith(f".out.bin.spacy-elmo-{os.getpid()}@{_host()}-") and tmp.name.endswith(".tmp")
+        assert _TEMP_NAME.match(tmp.name)["name"] == "out.bin"
         tmp.write_bytes(b"data")
     assert (tmp_path / "out.bin").read_bytes() == b"data"
     assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
 
 
+def _temp_name(name: str, pid: int, host: str = "") -> str:
+    return f".{name}.spacy-elmo-{pid}@{host or _host()}-a1b2c3d4.tmp"
+
+
 def test_only_temp_files_of_dead_processes_are_removed(tmp_path, dead_pid):
-    stale = tmp_path / f".out.bin.{dead_pid}-abc.tmp"
-    live = tmp_path / f".out.bin.{os.getpid()}-abc.tmp"
-    other_output = tmp_path / f".other.bin.{dead_pid}-abc.tmp"
+    stale = tmp_path / _temp_name("out.bin", dead_pid)
+    live = tmp_path / _temp_name("out.bin", os.getpid())
+    other_output = tmp_path / _temp_name("other.bin", dead_pid)
+    other_host = tmp_path / _temp_name("out.bin", dead_pid, host="elsewhere")
     unrelated = tmp_path / ".notes.tmp"
-    for path in (stale, live, other_output, unrelated):
+    for path in (stale, live, other_output, other_host, unrelated):
         path.write_bytes(b"x")
     assert remove_stale_temp_files(tmp_path, ["out.bin"]) == 1
     assert not stale.exists() and live.exists() and other_output.exists() and unrelated.exists()
-    assert remove_stale_temp_files(tmp_path) == 1
-    assert not other_output.exists() and live.exists() and unrelated.exists()
-    assert remove_stale_temp_files(tmp_path / "missing") == 0
+    assert remove_stale_temp_files(tmp_path, None) == 1
+    assert not other_output.exists() and live.exists() and unrelated.exists() and other_host.exists()
+    assert remove_stale_temp_files(tmp_path / "missing", None) == 0
+
+
+def test_files_that_only_look_like_temp_files_are_kept(tmp_path, dead_pid):
+    """A user's `.mydata.999999-draft.tmp` is not ours, whatever its number."""
+    kept = [tmp_path / f".mydata.{dead_pid}-draft.tmp", tmp_path / f".out.bin.{dead_pid}-abcdefgh.tmp"]
+    for path in kept:
+        path.write_bytes(b"x")
+    assert remove_stale_temp_files(tmp_path, None) == 0
+    assert all(path.exists() for path in kept)
 
 
 def test_output_checks_create_nothing(tmp_path):

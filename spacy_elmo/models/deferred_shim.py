@@ -7,14 +7,18 @@ bytes carry the module's constructor settings with the state dict, so a model
 built from the config alone can be deserialized (``spacy.load``, ``from_disk``)
 without the original files.
 """
+import hashlib
+import io
 from functools import partial
 from typing import Any, Callable, Dict, Optional
 
 import srsly
 import torch
 from thinc.api import ArgsKwargs, Optimizer, PyTorchShim
-from thinc.shims.pytorch import default_deserialize_torch_model, default_serialize_torch_model
+from thinc.shims.pytorch import default_serialize_torch_model
 from thinc.util import get_torch_default_device
+
+from ..errors import WeightsError
 
 DescribeT = Callable[[torch.nn.Module], Dict[str, Any]]
 BuildT = Callable[[Dict[str, Any]], torch.nn.Module]
@@ -73,15 +77,59 @@ class DeferredPyTorchShim(PyTorchShim):
 def _serialize(module: Optional[torch.nn.Module], *, describe: DescribeT) -> bytes:
     if module is None:
         return srsly.msgpack_dumps({"config": None, "state": b""})
+    state = default_serialize_torch_model(module)
     return srsly.msgpack_dumps(
-        {"config": describe(module), "state": default_serialize_torch_model(module)}
+        {"config": describe(module), "state": state, "sha256": hashlib.sha256(state).hexdigest()}
     )
 
 
 def _deserialize(
     module: Optional[torch.nn.Module], data: bytes, device: torch.device, *, build: BuildT
 ) -> Optional[torch.nn.Module]:
+    """Build the module from its settings and load its state, refusing bytes that
+    could run code (pickles: ``weights_only``), a damaged state (checksum, values
+    that are not finite), and settings whose sizes the state does not have, before
+    any memory of those sizes is allocated."""
     msg = srsly.msgpack_loads(data)
     if msg["config"] is None:
         return None
-    return default_deserialize_torch_model(build(msg["config"]), msg["state"], device)
+    state_bytes = msg["state"]
+    checksum = msg.get("sha256")  # absent in pipelines saved before it was written
+    if checksum is not None and hashlib.sha256(state_bytes).hexdigest() != checksum:
+        raise WeightsError(f"{_WHOSE}: the weights do not match their checksum; the pipeline file is damaged")
+    try:
+        state = torch.load(io.BytesIO(state_bytes), map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises assorted errors for bad or unsafe bytes
+        raise WeightsError(f"{_WHOSE}: the weights cannot be read safely ({_one_line(err)})") from None
+    with torch.device("meta"):  # sizes only: nothing is allocated
+        skeleton = build(msg["config"])
+    _check_state(state, skeleton.state_dict())
+    module = build(msg["config"])
+    module.load_state_dict(state)
+    return module.to(device)
+
+
+_WHOSE = "The serialized ELMo model"
+
+
+def _check_state(state: Any, expected: Dict[str, torch.Tensor]) -> None:
+    """The state holds exactly the expected tensors, of their shapes, with finite values."""
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise WeightsError(f"{_WHOSE}: the weights are not a state dict of tensors")
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise WeightsError(
+            f"{_WHOSE}: its settings and weights disagree (missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    for name, tensor in state.items():
+        if tuple(tensor.shape) != tuple(expected[name].shape):
+            raise WeightsError(
+                f"{_WHOSE}: '{name}' has shape {tuple(tensor.shape)}, but its settings say {tuple(expected[name].shape)}"
+            )
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise WeightsError(f"{_WHOSE}: '{name}' holds values that are not finite (NaN or inf); the file is damaged")
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split())[:300]

@@ -16,7 +16,7 @@ from wasabi import msg
 
 from ..errors import InputError
 from ..models.pytorch.options import BiLMOptions
-from ..models.pytorch.original_format import load_bilm, save_bilm
+from ..models.pytorch.original_format import OPTIONS_NAME, WEIGHTS_NAME, load_bilm, save_bilm
 from ..named_models import locate_model
 from ..output_files import atomic_output_path, check_output_dir, remove_stale_temp_files
 from ..stopping import raise_if_terminated
@@ -40,6 +40,10 @@ VOCAB_NAME = "vocab.txt"
 CONFIG_NAME = "config.cfg"
 STATS_NAME = "corpus_stats.json"
 TOKENIZED_DIR = "tokenized"  # the token cache: the training text, tokenized once
+RUN_OUTPUTS = (
+    CONFIG_NAME, STATS_NAME, VOCAB_NAME, SOFTMAX_NAME, CHECKPOINT_NAME, METRICS_NAME, PLOT_NAME,
+    WEIGHTS_NAME, OPTIONS_NAME,
+)
 PathLike = Union[str, Path]
 
 # A mean loss this many times log(vocabulary size) (a uniform guess's) means the run diverged.
@@ -155,8 +159,10 @@ class PretrainRun:
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
         check_output_dir(self.output_dir)
         if self.processes.is_main:
-            for directory in (self.output_dir, self.output_dir / TOKENIZED_DIR):
-                remove_stale_temp_files(directory)  # left by a run killed while saving
+            # Left by a run killed while saving: in the output directory only the run's own
+            # outputs' (other files there are the user's); the token cache is all ours.
+            remove_stale_temp_files(self.output_dir, RUN_OUTPUTS)
+            remove_stale_temp_files(self.output_dir / TOKENIZED_DIR, None)
         if self.resume:
             checkpoint = load_checkpoint(self.checkpoint_path)
             saved, current = saved_sections(checkpoint), self.config.model_sections()
@@ -326,6 +332,7 @@ class PretrainRun:
         try:
             while progress.step < max_steps:
                 raise_if_terminated()
+                trainer.set_learn_rate(progress.step, max_steps)
                 result = trainer.train_step(stream.next_batch())
                 progress.add(result)
                 if not result.finite:

@@ -15,6 +15,7 @@ import torch
 from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
 from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
 from spacy_elmo.models.pytorch.original_format import save_bilm
+from spacy_elmo.output_files import _host
 
 from ..conftest import run_cli
 
@@ -400,9 +401,9 @@ def test_non_finite_weights_stop_embed_without_output(tmp_path, capsys, monkeypa
 
 def test_stale_temp_files_of_the_output_are_removed(tmp_path, capsys, monkeypatch, weights_file, dead_pid):
     input_path = write_lines(tmp_path / "in.txt", SENTENCES)
-    stale = tmp_path / f".out.hdf5.{dead_pid}-abcd1234.tmp"
+    stale = tmp_path / f".out.hdf5.spacy-elmo-{dead_pid}@{_host()}-abcd1234.tmp"
     stale.write_bytes(b"half an output of a killed run")
-    other = tmp_path / f".other.hdf5.{dead_pid}-abcd1234.tmp"  # not this run's output: kept
+    other = tmp_path / f".other.hdf5.spacy-elmo-{dead_pid}@{_host()}-abcd1234.tmp"  # not this run's output: kept
     other.write_bytes(b"x")
     code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
     assert code == 0, out + err

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
+from spacy_elmo.output_files import _host
 from spacy_elmo.models.pytorch.options import NAMED_SIZES, BiLMOptions
 from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
@@ -157,8 +158,8 @@ def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
 def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, monkeypatch, log_every):
     settings = dict(
         softmax__kind="sampled", softmax__n_negative_samples=20, optimizer__name="adam",
-        optimizer__learn_rate=0.01, training__dropout=0.2, training__max_steps=12,
-        training__checkpoint_every=5, training__log_every=log_every,
+        optimizer__learn_rate=0.01, optimizer__warmup_steps=3, optimizer__anneal_steps=4,
+        training__dropout=0.2, training__max_steps=12, training__checkpoint_every=5, training__log_every=log_every,
     )
     pretrain(fast_config(tiny_text, **settings), tmp_path / "straight")
 
@@ -180,6 +181,11 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, 
 
     expected = _records(tmp_path / "straight", "train")
     assert len(expected) == 12 // log_every
+    # The schedule: warm-up over steps 1-3, then 0.01, then down to 0.001 at step 12.
+    rates = {r["step"]: r["learn_rate"] for r in expected}
+    assert rates[3] == pytest.approx(0.01) and rates[12] == pytest.approx(0.001)
+    if log_every == 1:
+        assert rates[1] == pytest.approx(0.01 / 3) and rates[6] == pytest.approx(0.01)
     assert _records(tmp_path / "resumed", "train") == expected
     with h5py.File(tmp_path / "straight" / "weights.hdf5", "r") as a, h5py.File(tmp_path / "resumed" / "weights.hdf5", "r") as b:
         names = []
@@ -299,16 +305,17 @@ def test_resume_accepts_the_same_model_spelled_out_and_older_checkpoints(tmp_pat
 def test_starting_or_resuming_removes_stale_temp_files(tmp_path, tiny_text, dead_pid):
     output_dir = tmp_path / "out"
     output_dir.mkdir()
-    stale = [output_dir / f".{name}.{dead_pid}-x1y2z3.tmp" for name in ("checkpoint.pt", "weights.hdf5")]
-    for path in stale:
+    stale = [output_dir / f".{name}.spacy-elmo-{dead_pid}@{_host()}-x1y2z3w4.tmp" for name in ("checkpoint.pt", "weights.hdf5")]
+    users = output_dir / f".mydata.spacy-elmo-{dead_pid}@{_host()}-x1y2z3w4.tmp"  # not an output of the run
+    for path in [*stale, users]:
         path.write_bytes(b"left by a killed run")
     pretrain(fast_config(tiny_text, training__max_steps=2, training__checkpoint_every=2), output_dir)
-    assert not any(path.exists() for path in stale)
+    assert not any(path.exists() for path in stale) and users.exists()
     for path in stale:
         path.write_bytes(b"left by a killed run")
     pretrain(fast_config(tiny_text, training__max_steps=3), output_dir, resume=True)
     assert not any(path.exists() for path in stale)
-    assert not list(output_dir.glob(".*.tmp"))
+    assert list(output_dir.glob(".*.tmp")) == [users]
 
 
 def test_an_output_directory_that_is_a_file_is_refused(tmp_path, tiny_text):

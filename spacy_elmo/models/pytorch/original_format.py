@@ -5,7 +5,7 @@ loaded-then-saved model has bit-identical datasets.
 """
 import json
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy
 import torch
@@ -153,15 +153,16 @@ def read_hdf5_arrays(
                     f"(do the options' lstm.n_layers, char_cnn.filters and char_cnn.n_highway match the file?)"
                 )
         for name, shape in expected.items():
-            if name not in handle or not isinstance(handle[name], h5py.Dataset):
+            dataset = _stored_dataset(handle, name, path)
+            if dataset is None:
                 raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} {why})")
-            actual = tuple(handle[name].shape)
+            actual = tuple(dataset.shape)
             if actual != shape:
                 raise WeightsError(
                     f"{path}: dataset '{name}' has shape {actual}, but {why} it should be {shape}"
                 )
             try:
-                array = numpy.asarray(handle[name][...], dtype=numpy.float32)
+                array = numpy.asarray(dataset[...], dtype=numpy.float32)
             except OSError as err:
                 raise WeightsError(f"{path}: dataset '{name}' cannot be read ({err}); the file is damaged") from None
             if not numpy.isfinite(array).all():
@@ -172,6 +173,38 @@ def read_hdf5_arrays(
                 )
             arrays[name] = array
     return arrays
+
+
+def _stored_dataset(handle: Any, name: str, path: PathLike) -> Any:
+    """The dataset `name` if the file holds it itself, None if there is none.
+
+    An HDF5 file can point elsewhere: a link to another file or another name, a
+    dataset whose bytes are in an outside file (external storage) or a view of
+    other files (virtual). Loading such a file would read whatever it points
+    to, any local file included, so each is refused with the dataset's name.
+    """
+    import h5py
+
+    node = handle
+    parts = name.split("/")
+    for depth, part in enumerate(parts):
+        link = node.get(part, getlink=True)
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            where = "/".join(parts[: depth + 1])
+            raise WeightsError(
+                f"{path}: '{where}' is a {type(link).__name__} to another place; "
+                f"a weights file must hold its datasets itself"
+            )
+        node = node[part]
+    if not isinstance(node, h5py.Dataset):
+        return None
+    if node.external:
+        raise WeightsError(f"{path}: dataset '{name}' keeps its data in an outside file; refused")
+    if node.is_virtual:
+        raise WeightsError(f"{path}: dataset '{name}' is a virtual dataset (its data is in other files); refused")
+    return node
 
 
 def set_original_arrays(bilm: ElmoBiLM, arrays: Dict[str, numpy.ndarray]) -> None:

@@ -167,3 +167,40 @@ def test_missing_and_unreadable_files(reference_dir, tmp_path):
     shutil.copy(reference_dir / "allennlp" / "options.json", broken)
     with pytest.raises(WeightsError, match="not a readable HDF5 file"):
         load_bilm(broken)
+
+
+def _secret(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"0123456789abcdef")
+    return secret
+
+
+@pytest.mark.parametrize("kind", ["external storage", "external link", "soft link", "virtual"])
+def test_datasets_that_point_outside_the_file_are_refused(reference_dir, tmp_path, kind):
+    """A weights file must not read another file (any local file, through external storage)."""
+    model = _copy_fixture(reference_dir, tmp_path)
+    secret = _secret(tmp_path)
+    other = tmp_path / "other.hdf5"
+    with h5py.File(model / "lm_weights.hdf5", "a") as handle:
+        bias = handle["CNN/b_cnn_0"]
+        shape = bias.shape
+        with h5py.File(other, "w") as outside:
+            outside.create_dataset("b", data=numpy.ones(shape, dtype=numpy.float32))
+        if kind == "external storage":
+            secret.write_bytes(b"x" * 4 * shape[0])
+            del handle["CNN/b_cnn_0"]
+            handle.create_dataset("CNN/b_cnn_0", shape=shape, dtype="float32", external=[(str(secret), 0, 4 * shape[0])])
+        elif kind == "external link":
+            del handle["CNN/b_cnn_0"]
+            handle["CNN/b_cnn_0"] = h5py.ExternalLink(str(other), "b")
+        elif kind == "soft link":
+            handle.create_dataset("copy", data=numpy.ones(shape, dtype=numpy.float32))
+            del handle["CNN/b_cnn_0"]
+            handle["CNN/b_cnn_0"] = h5py.SoftLink("/copy")
+        else:
+            layout = h5py.VirtualLayout(shape=shape, dtype="float32")
+            layout[:] = h5py.VirtualSource(str(other), "b", shape=shape)
+            del handle["CNN/b_cnn_0"]
+            handle.create_virtual_dataset("CNN/b_cnn_0", layout)
+    with pytest.raises(WeightsError, match=r"'CNN/b_cnn_0'"):
+        load_bilm(model / "lm_weights.hdf5")
