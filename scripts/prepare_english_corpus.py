@@ -14,6 +14,12 @@ Held out **by document** (never a paragraph of a held-out document in training):
 Training text: all the other paragraphs of those files (of the Gutenberg books every third
 paragraph, so that modern text dominates), shuffled with a fixed seed and cut at `--train-words` words.
 Writes OUTPUT_DIR/train.txt and OUTPUT_DIR/heldout.txt (one paragraph per line).
+
+`wikipedia_en_2015_more.txt` (30M words that no shipped run has read) stays out of those two
+files, so that they and the perplexities measured on them do not change. Its last 100 articles
+go to OUTPUT_DIR/heldout_more.txt; with `--continue-file NAME`, OUTPUT_DIR/NAME holds its other
+paragraphs (shuffled) followed by the whole shuffled training pool: a run over it reads the
+unread text first, and its further passes read everything.
 """
 import argparse
 import csv
@@ -43,6 +49,10 @@ def wikipedia_split(text: Path, titles: Path, n_heldout: int) -> Tuple[List[str]
     raise SystemExit(f"{text}: no article start found for the last {n_heldout} titles")
 
 
+def count_words(lines: List[str]) -> int:
+    return sum(len(line.split()) for line in lines)
+
+
 def manifest_split(text: Path, manifest: Path, n_heldout: int) -> Tuple[List[str], List[str]]:
     lines = read_lines(text)
     with manifest.open(encoding="utf8") as handle:
@@ -57,6 +67,7 @@ def main() -> None:
     parser.add_argument("output", type=Path)
     parser.add_argument("--train-words", type=int, default=16_000_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--continue-file", default=None, help="also write the unread text, then the pool, here")
     args = parser.parse_args()
     raw = args.raw_text
     splits = {
@@ -81,6 +92,12 @@ def main() -> None:
         print(f"{name}: train {sum(len(l.split()) for l in keep):,} words, "
               f"held out {sum(len(l.split()) for l in heldout_lines):,} words")
     rng.shuffle(train)
+    more_train, more_heldout = wikipedia_split(
+        raw / "wikipedia_en_2015_more.txt", raw / "wikipedia_en_2015_more_titles.tsv", 100)
+    more_train = [line for line in more_train if line.strip()]
+    more_heldout = [line for line in more_heldout if line.strip()]
+    random.Random(args.seed + 1).shuffle(more_train)
+    print(f"wikipedia_more: train {count_words(more_train):,} words, held out {count_words(more_heldout):,} words")
     kept, words = [], 0
     for line in train:
         if words >= args.train_words:
@@ -88,11 +105,13 @@ def main() -> None:
         kept.append(line)
         words += len(line.split())
     args.output.mkdir(parents=True, exist_ok=True)
-    for name, lines in (("train.txt", kept), ("heldout.txt", heldout)):
+    outputs = [("train.txt", kept), ("heldout.txt", heldout), ("heldout_more.txt", more_heldout)]
+    if args.continue_file:
+        outputs.append((args.continue_file, more_train + train))
+    for name, lines in outputs:
         with atomic_output_path(args.output / name) as tmp:
             tmp.write_text("\n".join(lines) + "\n", encoding="utf8")
-    print(f"train.txt: {len(kept):,} paragraphs, {words:,} words; "
-          f"heldout.txt: {len(heldout):,} paragraphs, {sum(len(l.split()) for l in heldout):,} words")
+        print(f"{name}: {len(lines):,} paragraphs, {count_words(lines):,} words")
 
 
 if __name__ == "__main__":

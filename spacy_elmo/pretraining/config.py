@@ -88,6 +88,12 @@ beta1 = 0.9
 beta2 = 0.999
 eps = 1e-8
 weight_decay = 0.0
+# Schedule: the learning rate rises linearly over the first warmup_steps steps, stays,
+# and over the last anneal_steps steps of training.max_steps falls linearly to
+# anneal_to * learn_rate (0 steps: no warm-up / no anneal).
+warmup_steps = 0
+anneal_steps = 0
+anneal_to = 0.1
 
 [training]
 # Tokens per optimizer step, summed over all processes; a token is a word, and each
@@ -182,6 +188,9 @@ class OptimizerConfig:
     beta2: float
     eps: float
     weight_decay: float
+    warmup_steps: int
+    anneal_steps: int
+    anneal_to: float
 
 
 @dataclass(frozen=True)
@@ -368,6 +377,14 @@ def _check(config: PretrainConfig, source: str) -> None:
         raise ConfigError(f"{source}: training.grad_clip must be >= 0, got {config.training.grad_clip}")
     if config.training.max_steps is None and config.training.max_epochs is None:
         raise ConfigError(f"{source}: set training.max_steps or training.max_epochs")
+    optimizer = config.optimizer
+    if optimizer.warmup_steps < 0 or optimizer.anneal_steps < 0:
+        raise ConfigError(
+            f"{source}: optimizer.warmup_steps and optimizer.anneal_steps must be 0 or more, "
+            f"got {optimizer.warmup_steps} and {optimizer.anneal_steps}"
+        )
+    if not 0.0 <= optimizer.anneal_to <= 1.0:
+        raise ConfigError(f"{source}: optimizer.anneal_to must be in [0, 1], got {optimizer.anneal_to}")
     config.bilm_options()
 
 

@@ -16,6 +16,7 @@ from .corpus import Sentence, batches_by_tokens
 from .errors import ConfigError
 from .objective import BiLMLanguageModel, n_predictions, target_ids
 from .processes import Processes
+from .schedule import learn_rate_at
 from .softmax import LMSoftmax, LogUniformSampler
 from .statistics import perplexity
 from .vocab import Vocabulary
@@ -92,6 +93,12 @@ class Trainer:
         if self.autocast_dtype is None:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+    def set_learn_rate(self, step: int, max_steps: int) -> None:
+        """The schedule's learning rate for the step after `step` steps."""
+        rate = learn_rate_at(self.config.optimizer, step, max_steps)
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
 
     def train_step(self, batch: Sequence[Sentence]) -> StepResult:
         """Forward, backward, clip and (when every process's loss is finite) update."""
