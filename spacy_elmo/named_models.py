@@ -76,6 +76,11 @@ def default_model(lang: str) -> str:
     return DEFAULT_MODELS[lang]
 
 
+def is_downloaded(model: PathLike) -> bool:
+    """Whether `model` names a published model (kept in the download cache), not a path."""
+    return not Path(model).exists() and str(model) in NAMED_MODELS and not NAMED_MODELS[str(model)].shipped
+
+
 def cache_dir(override: Optional[PathLike] = None) -> Path:
     if override is not None:
         return Path(override)

@@ -5,12 +5,15 @@ import functools
 import shutil
 import socket
 import threading
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import h5py
 import numpy
 import pytest
 
+from spacy_elmo import download as download_module
 from spacy_elmo.errors import InputError, SpacyElmoError
 from spacy_elmo.models.loaders import load_named_weights
 from spacy_elmo.named_models import NAMED_MODELS, model_files
@@ -156,3 +159,109 @@ def test_a_missing_file_on_the_server_is_a_clear_error(tmp_path: Path):
     with serving(tmp_path / "empty") as url:
         with pytest.raises(InputError, match=r"Could not download .* \(HTTP 404 "):
             model_files("medium", cache=tmp_path / "cache", url=url)
+
+
+def _handler(respond):
+    """A request handler whose GET is `respond(handler)`."""
+
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            respond(self)
+
+    return Handler
+
+
+def _redirect_to(location: str):
+    def respond(handler) -> None:
+        handler.send_response(302)
+        handler.send_header("Location", location)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    return _handler(respond)
+
+
+def test_redirects_are_followed_only_to_http(tmp_path: Path):
+    with serving(tmp_path, _redirect_to("ftp://127.0.0.1/elmo_weights.hdf5")) as url:
+        with pytest.raises(InputError, match="redirects to ftp://127.0.0.1/elmo_weights.hdf5, which is not http"):
+            model_files("small", cache=tmp_path / "cache", url=url)
+    assert not any(path.is_file() for path in (tmp_path / "cache").rglob("*"))
+
+
+def test_credentials_in_the_base_url_never_appear_in_messages(tmp_path: Path):
+    secret_url = closed_port_url().replace("http://", "http://alice:s3cret@")
+    with pytest.raises(InputError) as err:
+        model_files("small", cache=tmp_path / "cache", url=secret_url)
+    assert "s3cret" not in str(err.value) and "alice" not in str(err.value) and "***@" in str(err.value)
+    with pytest.raises(InputError) as err:
+        model_files("small", cache=tmp_path / "cache", url="ftp://bob:pw@example.org")
+    assert "pw@" not in str(err.value)
+
+
+def _endless(handler) -> None:
+    handler.send_response(200)
+    handler.end_headers()
+    while True:
+        try:
+            handler.wfile.write(b"{" * 65536)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+
+def _slow(handler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100")
+    handler.end_headers()
+    for _ in range(100):
+        try:
+            handler.wfile.write(b"{")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        time.sleep(0.05)
+
+
+def test_a_download_has_a_size_cap_and_a_deadline(tmp_path: Path, monkeypatch):
+    with serving(tmp_path, _handler(_endless)) as url:
+        with pytest.raises(InputError, match=r"sent more than 1,048,576 bytes"):
+            model_files("small", cache=tmp_path / "cache", url=url)
+    monkeypatch.setattr(download_module, "DEADLINE_S", 0.5)
+    with serving(tmp_path, _handler(_slow)) as url:
+        with pytest.raises(InputError, match=r"took longer than 0.5 s"):
+            model_files("small", cache=tmp_path / "cache", url=url)
+    assert not any(path.is_file() for path in (tmp_path / "cache").rglob("*"))
+
+
+@pytest.mark.parametrize("length", ["abc", "-1"])
+def test_an_invalid_content_length_is_one_line(tmp_path: Path, length: str):
+    def respond(handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", length)
+        handler.end_headers()
+
+    with serving(tmp_path, _handler(respond)) as url:
+        with pytest.raises(InputError, match=f"invalid Content-Length \\('{length}'\\)"):
+            model_files("small", cache=tmp_path / "cache", url=url)
+
+
+@pytest.mark.parametrize("which,content,message", [
+    (0, b"[]", "is not a biLM options file"),
+    (1, b"\x89HDF\r\n\x1a\n" + b"garbage" * 100, "is a damaged HDF5 file"),
+])
+def test_files_that_only_look_right_are_not_cached(published_layout: Path, tmp_path: Path, which, content, message):
+    (published_layout / SMALL.folder / SMALL.file_names()[which]).write_bytes(content)
+    cache = tmp_path / "cache"
+    with serving(published_layout) as url:
+        with pytest.raises(InputError, match=message):
+            model_files("small", cache=cache, url=url)
+    assert not (cache / SMALL.folder / SMALL.file_names()[which]).exists()
+
+
+def test_a_damaged_cached_model_says_to_delete_it(published_layout: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    with serving(published_layout) as url:
+        options, weights = model_files("small", cache=cache, url=url)
+    with h5py.File(weights, "a") as handle:
+        del handle["char_embed"]
+    with pytest.raises(SpacyElmoError, match=rf"missing dataset 'char_embed'.* delete {weights.parent} to download it again"):
+        load_named_weights("small", cache_dir=cache, base_url="http://127.0.0.1:9")

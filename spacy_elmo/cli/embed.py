@@ -45,6 +45,10 @@ def embed_command(
         None, "--options", help="options.json, if it is not beside the weights."
     ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Sentences per forward pass."),
+    max_length: int = typer.Option(
+        256, "--max-length", min=1,
+        help="Encode a line longer than this many tokens in windows of at most this many (each from a zero state, as the spaCy component does), so memory stays bounded.",
+    ),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device index; -1 runs on the CPU."),
     precision: str = typer.Option(
         "fp32", "--precision",
@@ -70,7 +74,7 @@ def embed_command(
     device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
     bilm = load_bilm(weights_path, options_path)
-    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision)
+    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=max_length)
     if empty_lines:
         dim = bilm.options.output_dim
         shape = (0, dim) if top or average else (bilm.options.n_output_layers, 0, dim)

@@ -3,9 +3,9 @@ from functools import partial
 from pathlib import Path
 from typing import Optional, Union
 
-from ..errors import InputError
+from ..errors import InputError, SpacyElmoError
 from ..models.pytorch.original_format import load_bilm
-from ..named_models import default_model, locate_model
+from ..named_models import default_model, is_downloaded, locate_model
 from .pytorch.bilm import ElmoBiLM
 from .types import WeightsLoaderT
 
@@ -56,5 +56,14 @@ def load_named_weights(
     model: Optional[Union[str, Path]], *, lang: str = "en",
     cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
 ) -> ElmoBiLM:
-    weights, options = locate_model(model or default_model(lang), cache=cache_dir, url=base_url)
-    return load_bilm(weights, options).eval()
+    name = str(model or default_model(lang))
+    weights, options = locate_model(name, cache=cache_dir, url=base_url)
+    try:
+        return load_bilm(weights, options).eval()
+    except SpacyElmoError as err:
+        if not is_downloaded(name):
+            raise
+        # A damaged file in the download cache would fail the same way on every run.
+        raise type(err)(
+            f"{err} -- it is a downloaded copy of {name!r}: delete {weights.parent} to download it again"
+        ) from None

@@ -186,6 +186,9 @@ class PretrainRun:
             )
         if self.processes.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
+            # A fresh run (no checkpoint here): the metrics of a run stopped before its
+            # first checkpoint are not this run's.
+            self.metrics.truncate_after(-1)
         return None
 
     def _check_same_corpus(self, checkpoint: Dict[str, Any]) -> None:
@@ -367,7 +370,13 @@ class PretrainRun:
                 progress.exclude(time.perf_counter() - paused)
         except KeyboardInterrupt:
             if main:
-                msg.warn(f"Interrupted at step {progress.step}; --resume continues from step {last_checkpoint}")
+                if self.checkpoint_path.exists():
+                    msg.warn(f"Interrupted at step {progress.step}; --resume continues from step {last_checkpoint}")
+                else:
+                    msg.warn(
+                        f"Interrupted at step {progress.step}, before the first checkpoint: nothing to resume; "
+                        f"run the same command again (without --resume) to start over"
+                    )
             raise
         finally:
             bar.close()

@@ -327,3 +327,24 @@ def test_an_output_directory_that_is_a_file_is_refused(tmp_path, tiny_text):
     with pytest.raises(SpacyElmoError, match=r"Output directory .*out/run: .*out is a file, not a directory"):
         pretrain(fast_config(tiny_text), tmp_path / "out" / "run")
     assert (tmp_path / "out").read_text() == "not a directory"
+
+
+def test_a_run_stopped_before_its_first_checkpoint_says_so_and_starts_afresh(tmp_path, tiny_text, monkeypatch, capsys):
+    settings = dict(training__max_steps=6, training__checkpoint_every=5, training__log_every=1)
+    original_step = Trainer.train_step
+    calls = {"n": 0}
+
+    def killed_at_step_3(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "train_step", killed_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(fast_config(tiny_text, **settings), tmp_path / "out")
+    assert "before the first checkpoint: nothing to resume" in " ".join(capsys.readouterr().out.split())
+    assert len(_records(tmp_path / "out", "train")) == 2
+    monkeypatch.setattr(Trainer, "train_step", original_step)
+    pretrain(fast_config(tiny_text, **settings), tmp_path / "out")  # the same command again
+    assert [r["step"] for r in _records(tmp_path / "out", "train")] == [1, 2, 3, 4, 5, 6]

@@ -30,6 +30,9 @@ class ElmoEmbedder:
         words, so a word seen before skips the character CNN (0: off).
     :param precision: "fp32", or "int8" for the LSTM's gate products on a CPU
         with VNNI (see :attr:`ElmoBiLM.precision`).
+    :param max_length: a sentence longer than this many tokens is encoded in
+        windows of at most this many (each from a zero state, as the spaCy
+        component's spans), so memory stays bounded on any input.
     """
 
     def __init__(
@@ -41,10 +44,12 @@ class ElmoEmbedder:
         sort_window: int = 64,
         token_cache_size: int = 50_000,
         precision: str = "fp32",
+        max_length: int = 256,
         device: DeviceLike = "cpu",
     ) -> None:
-        if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1:
-            raise ValueError("batch_size, max_batch_tokens and sort_window must be positive")
+        if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1 or max_length < 1:
+            raise ValueError("batch_size, max_batch_tokens, sort_window and max_length must be positive")
+        self.max_length = max_length
         self.token_cache = TokenVectorCache(token_cache_size)
         self.device = torch.device(device)
         self.bilm = bilm.to(self.device).eval()
@@ -64,15 +69,22 @@ class ElmoEmbedder:
             window = [list(s) for s in islice(iterator, window_size)]
             if not window:
                 return
-            results: List[Optional[numpy.ndarray]] = [None] * len(window)
+            # Long sentences as pieces of at most max_length tokens, joined again below.
+            pieces = [s[start : start + self.max_length] for s in window for start in range(0, max(len(s), 1), self.max_length)]
+            n_pieces = [max(1, -(-len(s) // self.max_length)) for s in window]
+            results: List[Optional[numpy.ndarray]] = [None] * len(pieces)
             batches = length_sorted_batches(
-                window, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
+                pieces, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
             )
             for indices in batches:
-                layers = self.embed_batch([window[i] for i in indices])
+                layers = self.embed_batch([pieces[i] for i in indices])
                 for i, array in zip(indices, layers):
                     results[i] = array
-            yield from results  # type: ignore[misc]
+            start = 0
+            for count in n_pieces:
+                parts = results[start : start + count]
+                start += count
+                yield parts[0] if count == 1 else numpy.concatenate(parts, axis=1)  # type: ignore[misc]
 
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""

@@ -1,4 +1,4 @@
-"""ElmoEmbedder: input order, and the same vectors as one encode per sentence."""
+"""ElmoEmbedder: input order, the same vectors as one encode per sentence, long sentences in windows."""
 import numpy
 import torch
 
@@ -17,3 +17,16 @@ def test_embed_keeps_input_order_and_matches_one_encode_per_sentence(fixture_bil
             alone = encode(fixture_bilm, [sentence], "cpu").layers[0].numpy()
         numpy.testing.assert_allclose(array, alone, rtol=0, atol=1e-5)
         assert array.dtype == numpy.float32
+
+
+def test_a_long_sentence_is_encoded_in_bounded_windows(fixture_bilm):
+    """Memory stays bounded on one long line: windows of max_length tokens, each
+    encoded as a sentence of its own, joined in order."""
+    long = [f"w{i % 37}" for i in range(23)]
+    embedder = ElmoEmbedder(fixture_bilm, batch_size=4, max_length=10)
+    arrays = list(embedder.embed([["x", "y"], long, []]))
+    assert [a.shape[1] for a in arrays] == [2, 23, 0]
+    for start in (0, 10, 20):
+        with torch.inference_mode():
+            alone = encode(fixture_bilm, [long[start : start + 10]], "cpu").layers[0].numpy()
+        numpy.testing.assert_allclose(arrays[1][:, start : start + 10], alone, rtol=0, atol=1e-5)

@@ -204,3 +204,16 @@ def test_datasets_that_point_outside_the_file_are_refused(reference_dir, tmp_pat
             handle.create_virtual_dataset("CNN/b_cnn_0", layout)
     with pytest.raises(WeightsError, match=r"'CNN/b_cnn_0'"):
         load_bilm(model / "lm_weights.hdf5")
+
+
+@pytest.mark.parametrize("which", ["weights", "options"])
+def test_a_fifo_as_weights_or_options_is_refused_not_waited_on(reference_dir, tmp_path, which):
+    import os
+
+    model = _copy_fixture(reference_dir, tmp_path)
+    name = "lm_weights.hdf5" if which == "weights" else "options.json"
+    (model / name).unlink()
+    os.mkfifo(model / name)
+    error = WeightsError if which == "weights" else OptionsError
+    with pytest.raises(error, match=f"{name} is not a regular file"):
+        load_bilm(model / "lm_weights.hdf5")
