@@ -44,6 +44,9 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     missing = [key for key in _REQUIRED if key not in state]
     if missing:
         raise CheckpointError(f"{path}: incomplete checkpoint (missing {', '.join(missing)})")
+    step = state["step"]
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise CheckpointError(f"{path}: damaged checkpoint (its step is {step!r}, not a count of steps)")
     return state
 
 

@@ -370,6 +370,10 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     raise ConfigError(f"{where} must be a {expected}, got {value!r}")
 
 
+#: The published `original` biLM has 93.6M parameters; far above it is a typo (lstm_dim 1e9).
+MAX_PARAMETERS = 2_000_000_000
+
+
 def _check(config: PretrainConfig, source: str) -> None:
     if not 0.0 <= config.training.dropout < 1.0:
         raise ConfigError(f"{source}: training.dropout must be in [0, 1), got {config.training.dropout}")
@@ -385,7 +389,21 @@ def _check(config: PretrainConfig, source: str) -> None:
         )
     if not 0.0 <= optimizer.anneal_to <= 1.0:
         raise ConfigError(f"{source}: optimizer.anneal_to must be in [0, 1], got {optimizer.anneal_to}")
-    config.bilm_options()
+    for key, value, ok, rule in (
+        ("initial_accumulator", optimizer.initial_accumulator, optimizer.initial_accumulator >= 0, ">= 0"),
+        ("beta1", optimizer.beta1, 0.0 <= optimizer.beta1 < 1.0, "in [0, 1)"),
+        ("beta2", optimizer.beta2, 0.0 <= optimizer.beta2 < 1.0, "in [0, 1)"),
+        ("eps", optimizer.eps, optimizer.eps > 0, "> 0"),
+        ("weight_decay", optimizer.weight_decay, optimizer.weight_decay >= 0, ">= 0"),
+    ):
+        if not ok:
+            raise ConfigError(f"{source}: optimizer.{key} must be {rule}, got {value}")
+    n_parameters = config.bilm_options().n_parameters()
+    if n_parameters > MAX_PARAMETERS:
+        raise ConfigError(
+            f"{source}: [model] describes a biLM of {n_parameters:,} parameters, more than the "
+            f"{MAX_PARAMETERS:,} this trainer allows (check lstm_dim, projection_dim and filters)"
+        )
 
 
 def _one_line(err: Exception) -> str:

@@ -42,6 +42,11 @@ def test_named_size_with_explicit_numbers():
         ({"paths.train": "x", "model.filters": [[0, 4]]}, r"invalid char_cnn.filters"),
         ({"paths.train": "x", "training.max_steps": None, "training.max_epochs": None}, "set training.max_steps or training.max_epochs"),
         ({"paths.train": "x", "training.typo": 3}, r"unknown setting\(s\) in \[training\]: typo"),
+        ({"paths.train": "x", "optimizer.initial_accumulator": -1}, r"optimizer.initial_accumulator must be >= 0, got -1"),
+        ({"paths.train": "x", "optimizer.beta1": 1.5}, r"optimizer.beta1 must be in \[0, 1\), got 1.5"),
+        ({"paths.train": "x", "optimizer.eps": -1}, r"optimizer.eps must be > 0, got -1"),
+        ({"paths.train": "x", "optimizer.weight_decay": -1}, r"optimizer.weight_decay must be >= 0, got -1"),
+        ({"paths.train": "x", "model.lstm_dim": 1000000000}, r"a biLM of [\d,]+ parameters, more than the 2,000,000,000"),
     ],
 )
 def test_invalid_settings_are_named(overrides, message):

@@ -232,6 +232,11 @@ def test_existing_runs_and_checkpoints_errors(tmp_path, tiny_text):
         pretrain(fast_config(tiny_text, model__lstm_dim=32), output_dir, resume=True)
     checkpoint = output_dir / "checkpoint.pt"
     data = checkpoint.read_bytes()
+    state = torch.load(checkpoint, weights_only=True)
+    for step in ("2", -1):
+        torch.save({**state, "step": step}, checkpoint)
+        with pytest.raises(CheckpointError, match=rf"damaged checkpoint \(its step is {step!r}"):
+            pretrain(fast_config(tiny_text), output_dir, resume=True)
     checkpoint.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match=r"checkpoint.pt: corrupt or unreadable checkpoint"):
         pretrain(fast_config(tiny_text), output_dir, resume=True)
