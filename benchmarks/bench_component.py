@@ -8,7 +8,7 @@ warm-up, as a long `nlp.pipe` stream does; "cold" empties it before each repeat.
 
 Pipelines: `--pipeline DIR` (a trained pipeline with ELMo, e.g. from
 `configs/ner_elmo.cfg`) and `--baseline-pipeline DIR` (the same without ELMo) over
-the Docs of a `.spacy` file, their words given (as `spacy evaluate --gold-preproc`);
+the sentences of a `.spacy` file as Docs with their words (as `spacy evaluate --gold-preproc`);
 prints words/s and ELMo's added seconds per 1,000 words.
 
 Uses only the public spaCy API and component settings, so the same script times
@@ -104,9 +104,18 @@ def bench_component(args: argparse.Namespace) -> None:
             )
 
 
+def gold_preproc(vocab, reference) -> list:
+    """As `spacy evaluate --gold-preproc`: one Doc per reference sentence, with its
+    words and spaces and nothing else."""
+    from spacy.tokens import Doc
+
+    sentences = [sent.as_doc() for sent in reference.sents] if reference.has_annotation("SENT_START") else [reference]
+    return [Doc(vocab, words=[t.text for t in s], spaces=[bool(t.whitespace_) for t in s]) for s in sentences]
+
+
 def bench_pipelines(args: argparse.Namespace) -> None:
     import spacy
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
 
     settings = parse_settings(args.setting)
     words_per_s = {}
@@ -119,7 +128,7 @@ def bench_pipelines(args: argparse.Namespace) -> None:
         n_words = sum(len(doc) for doc in reference)
 
         def run() -> None:
-            docs = (Doc(nlp.vocab, words=[t.text for t in ref], spaces=[t.whitespace_ for t in ref]) for ref in reference)
+            docs = (doc for ref in reference for doc in gold_preproc(nlp.vocab, ref))
             for _doc in nlp.pipe(docs, batch_size=args.pipeline_batch_size):
                 pass
 
@@ -127,7 +136,7 @@ def bench_pipelines(args: argparse.Namespace) -> None:
         median = median_seconds(run, args.repeats)
         words_per_s[name] = n_words / median
         print(
-            f"pipeline {path} ({name}, {' '.join(args.setting)}): {len(reference)} Docs, {n_words} words, "
+            f"pipeline {path} ({name}, {' '.join(args.setting)}): {len(reference)} reference Docs, {n_words} words, "
             f"median {median:.2f} s of {args.repeats} -> {n_words / median:,.0f} words/s",
             flush=True,
         )

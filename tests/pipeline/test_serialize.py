@@ -151,3 +151,25 @@ def test_listener_and_inline_see_the_same_features(weights):
     nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
     inline = nlp.get_pipe("tagger").model.get_ref("tok2vec")
     numpy.testing.assert_allclose(inline.predict([nlp.make_doc(doc.text)])[0], from_listener, atol=1e-6)
+
+
+def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
+    """A filter count of 10**9 in a saved pipeline's options would allocate gigabytes if
+    the biLM were built before its weights were checked."""
+    import srsly
+
+    from spacy_elmo.errors import WeightsError
+
+    nlp = elmo_nlp(weights)
+    data = nlp.get_pipe("elmo").to_bytes()
+    msg = srsly.msgpack_loads(data)
+    model = srsly.msgpack_loads(msg["model"])
+    node_shims = next(shims for shims in model["shims"] if shims)  # the biLM layer's one shim
+    shim = srsly.msgpack_loads(node_shims[0])
+    inner = srsly.msgpack_loads(shim["state"])
+    inner["config"]["char_cnn"]["filters"][0] = [1, 10**9]
+    shim["state"] = srsly.msgpack_dumps(inner)
+    node_shims[0] = srsly.msgpack_dumps(shim)
+    msg["model"] = srsly.msgpack_dumps(model)
+    with pytest.raises(WeightsError, match="but its settings say"):
+        elmo_nlp(weights, initialize=False).get_pipe("elmo").from_bytes(srsly.msgpack_dumps(msg))

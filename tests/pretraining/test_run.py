@@ -154,6 +154,21 @@ def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
     assert (tmp_path / "out" / "vocab.txt").read_text().startswith("<S>\n</S>\n<UNK>\n")
 
 
+def _kill_at_step(monkeypatch, n: int):
+    """Make the n-th training step raise KeyboardInterrupt; returns the real step."""
+    calls = {"n": 0}
+    original_step = Trainer.train_step
+
+    def killed(self, batch):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        return original_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "train_step", killed)
+    return original_step
+
+
 @pytest.mark.parametrize("log_every", [1, 3])
 def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, monkeypatch, log_every):
     settings = dict(
@@ -163,16 +178,7 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, 
     )
     pretrain(fast_config(tiny_text, **settings), tmp_path / "straight")
 
-    calls = {"n": 0}
-    original_step = Trainer.train_step
-
-    def killed_at_step_8(self, batch):
-        calls["n"] += 1
-        if calls["n"] == 8:
-            raise KeyboardInterrupt
-        return original_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "train_step", killed_at_step_8)
+    original_step = _kill_at_step(monkeypatch, 8)
     with pytest.raises(KeyboardInterrupt):
         pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed")
     assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["step"] == 5
@@ -336,16 +342,7 @@ def test_an_output_directory_that_is_a_file_is_refused(tmp_path, tiny_text):
 
 def test_a_run_stopped_before_its_first_checkpoint_says_so_and_starts_afresh(tmp_path, tiny_text, monkeypatch, capsys):
     settings = dict(training__max_steps=6, training__checkpoint_every=5, training__log_every=1)
-    original_step = Trainer.train_step
-    calls = {"n": 0}
-
-    def killed_at_step_3(self, batch):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return original_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "train_step", killed_at_step_3)
+    original_step = _kill_at_step(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         pretrain(fast_config(tiny_text, **settings), tmp_path / "out")
     assert "before the first checkpoint: nothing to resume" in " ".join(capsys.readouterr().out.split())
