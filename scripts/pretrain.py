@@ -8,7 +8,7 @@ contents of the corpus files) in `OUTPUT_DIR/project_run.json`, then:
 
 - checkpoint present and same run -> adds `--resume` (continues from the last checkpoint);
 - checkpoint present but the config, arguments or corpus changed -> moves the old
-  directory to `OUTPUT_DIR.previous` and starts afresh;
+  directory to `OUTPUT_DIR.previous` (or `.previous.2`, ...: nothing is deleted) and starts afresh;
 - no checkpoint -> starts afresh.
 
 Usage: python scripts/pretrain.py CONFIG OUTPUT_DIR [any `spacy_elmo pretrain` options]
@@ -16,7 +16,6 @@ Usage: python scripts/pretrain.py CONFIG OUTPUT_DIR [any `spacy_elmo pretrain` o
 import glob
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,9 +73,8 @@ def main(argv: List[str]) -> int:
             resume = True
             msg.info(f"Resuming the pretraining run in {output_dir} from its last checkpoint")
         else:
-            previous = output_dir.with_name(output_dir.name + ".previous")
-            shutil.rmtree(previous, ignore_errors=True)
-            output_dir.rename(previous)
+            previous = _free_name(output_dir.with_name(output_dir.name + ".previous"))
+            output_dir.rename(previous)  # an older .previous is kept: nothing is deleted
             msg.warn(f"The config, options or corpus changed: moved the old run to {previous}, starting afresh")
     output_dir.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(record_path) as tmp:
@@ -90,6 +88,15 @@ def main(argv: List[str]) -> int:
     except KeyboardInterrupt:
         msg.warn("Interrupted: run the workflow again to resume from the last checkpoint")
         return 130
+
+
+def _free_name(path: Path) -> Path:
+    """`path`, or `path.2`, `path.3`, ... : the first that does not exist."""
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
 
 
 if __name__ == "__main__":

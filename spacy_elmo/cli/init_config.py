@@ -15,10 +15,12 @@ def init_config_cli(
 ) -> None:
     """Write the default pretraining config, with a comment on every setting."""
     from ..pretraining.config import default_config_text, parse_config
+    from ..pretraining.corpus import TextSplitter
     from ..output_files import atomic_output_path
 
     text = default_config_text(size=size, lang=lang)
-    parse_config(text, {"paths.train": "train.txt"}, source="default config")  # stays valid
+    config = parse_config(text, {"paths.train": "train.txt"}, source="default config")  # stays valid
+    TextSplitter(tokenizer=config.corpus.tokenizer)  # a language `pretrain` would refuse, refused now
     if str(output_file) == "-":
         print(text, end="")
         return

@@ -135,6 +135,9 @@ class TextSplitter:
                     f"corpus.tokenizer = {tokenizer!r}: not a spaCy language code "
                     f"(for example 'en', 'de') nor {WHITESPACE_TOKENIZER!r}"
                 ) from None
+            # spaCy refuses texts over 1M characters (E088) to bound a parser's memory; the
+            # tokenizer and sentencizer alone are linear in the text, so any record is read.
+            self.nlp.max_length = 2**62
             if split_sentences:
                 self.sentencizer = self.nlp.add_pipe("sentencizer")
 

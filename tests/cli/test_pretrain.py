@@ -54,6 +54,9 @@ def test_init_config_writes_a_valid_commented_config(tmp_path, capsys, monkeypat
     assert code == 0 and out.startswith("# spacy-elmo biLM pretraining") and 'size = "small"' in out
     code, out, err = run_cli(capsys, monkeypatch, "init-config", tmp_path / "x.cfg", "--size", "huge")
     assert code == 1 and "unknown model size 'huge'" in out + err
+    code, out, err = run_cli(capsys, monkeypatch, "init-config", tmp_path / "zz.cfg", "--lang", "zz")
+    assert code == 1 and "corpus.tokenizer = 'zz': not a spaCy language code" in out + err
+    assert not (tmp_path / "zz.cfg").exists()
 
 
 def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):

@@ -148,3 +148,10 @@ def test_a_restored_stream_continues_exactly(tmp_path):
     restored = _stream(path)
     restored.load_state_dict(state)
     assert [restored.next_batch() for _ in range(25)] == expected
+
+
+def test_a_record_over_a_million_characters_is_read():
+    """spaCy's E088 guard (1,000,000 characters) is for parsers; the tokenizer reads it."""
+    words = ("word " * 240_000).strip()  # 1.2M characters
+    sentences = TextSplitter(tokenizer="en", split_sentences=True, max_window=100)(words)
+    assert sum(len(s) for s in sentences) == 240_000

@@ -172,3 +172,22 @@ def test_missing_input_explanation_names_the_asset_source_and_the_vars():
     assert "What it is: UD train." in text
     assert "python -m spacy project assets --extra" in text and "https://example.org/train.conllu" in text
     assert "--vars.full_ud_train or --vars.data_dir" in text
+
+
+def test_the_pretrain_wrapper_never_deletes_an_older_moved_run(tmp_path, monkeypatch):
+    """A changed config moves the run aside; an older `.previous` is kept, not deleted."""
+    wrapper = load_script("pretrain")
+    config = tmp_path / "pretrain.cfg"
+    config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(b"a run with other settings")
+    older = tmp_path / "out.previous"
+    older.mkdir()
+    (older / "notes.txt").write_text("kept", encoding="utf8")
+    commands = []
+    monkeypatch.setattr(wrapper.subprocess, "call", lambda command: commands.append(command) or 0)
+    assert wrapper.main([str(config), str(out)]) == 0
+    assert (older / "notes.txt").read_text(encoding="utf8") == "kept"
+    assert (tmp_path / "out.previous.2" / "checkpoint.pt").exists()
+    assert "--resume" not in commands[0]
