@@ -93,5 +93,10 @@ def _load(pipeline: str):
 
     try:
         return spacy.load(pipeline)
+    except SpacyElmoError:
+        raise
     except OSError as err:
         raise InputError(f"Cannot load the pipeline {pipeline}: {err}") from None
+    except (ValueError, KeyError, TypeError) as err:  # a file cut short or damaged
+        reason = " ".join(str(err).split())[:200]
+        raise InputError(f"Cannot load the pipeline {pipeline}: a file in it is damaged or incomplete ({reason})") from None

@@ -62,3 +62,15 @@ def test_errors_are_one_line(tmp_path, capsys, monkeypatch):
     plain.to_disk(tmp_path / "plain")
     code, out, err = run_inspect(capsys, monkeypatch, tmp_path / "plain")
     assert code == 1 and "mixes ELMo layers" in err
+
+
+def test_a_truncated_pipeline_is_one_line(trained_dir, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(trained_dir, damaged)
+    model = damaged / "elmo" / "model"
+    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
+    code, out, err = run_inspect(capsys, monkeypatch, damaged)
+    assert code == 1 and "a file in it is damaged or incomplete" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
