@@ -48,7 +48,8 @@ def download(url: str, destination: Path, *, what: str = "file") -> Path:
         else:
             reason = getattr(err, "reason", None) or err
         raise InputError(
-            f"Could not download {what} from {redact(url)} ({redact(str(reason))}). Without internet access, fetch "
+            f"Could not download {what} from {redact(url)} ({redact(' '.join(str(reason).split()))}). "
+            f"Without internet access, fetch "
             f"that URL on another machine and place the file at {destination} (a model needs both "
             "its *_options.json and *_weights.hdf5 there; the cache folder and the base URL are "
             "set by the loader's cache_dir and base_url, or SPACY_ELMO_CACHE and SPACY_ELMO_BASE_URL)"

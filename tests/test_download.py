@@ -265,3 +265,16 @@ def test_a_damaged_cached_model_says_to_delete_it(published_layout: Path, tmp_pa
         del handle["char_embed"]
     with pytest.raises(SpacyElmoError, match=rf"missing dataset 'char_embed'.* delete {weights.parent} to download it again"):
         load_named_weights("small", cache_dir=cache, base_url="http://127.0.0.1:9")
+
+
+def test_a_redirect_loop_is_one_line(tmp_path: Path):
+    def respond(handler) -> None:
+        handler.send_response(302)
+        handler.send_header("Location", handler.path)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    with serving(tmp_path, _handler(respond)) as url:
+        with pytest.raises(InputError) as err:
+            model_files("small", cache=tmp_path / "cache", url=url)
+    assert "Could not download" in str(err.value) and "\n" not in str(err.value)
