@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
-from .errors import InputError
+from .errors import InputError, one_line
 from .output_files import atomic_output_path, check_output_file, remove_stale_temp_files
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -48,7 +48,7 @@ def download(url: str, destination: Path, *, what: str = "file") -> Path:
         else:
             reason = getattr(err, "reason", None) or err
         raise InputError(
-            f"Could not download {what} from {redact(url)} ({redact(' '.join(str(reason).split()))}). "
+            f"Could not download {what} from {redact(url)} ({redact(one_line(reason))}). "
             f"Without internet access, fetch "
             f"that URL on another machine and place the file at {destination} (a model needs both "
             "its *_options.json and *_weights.hdf5 there; the cache folder and the base URL are "
@@ -143,5 +143,5 @@ def _read_every_dataset(path: Path, shown: str) -> None:
             for name in names:
                 handle[name][...]
     except (OSError, RuntimeError, ValueError) as err:
-        raise InputError(f"{shown} is a damaged HDF5 file ({' '.join(str(err).split())})") from None
+        raise InputError(f"{shown} is a damaged HDF5 file ({one_line(err)})") from None
 

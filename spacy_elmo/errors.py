@@ -1,4 +1,11 @@
 """Errors with messages that name the offending file, line or value."""
+from typing import Optional
+
+
+def one_line(err: object, limit: Optional[int] = None) -> str:
+    """`err`'s message on one line (whitespace collapsed), cut at `limit` characters."""
+    text = " ".join(str(err).split())
+    return text if limit is None else text[:limit]
 
 
 class SpacyElmoError(Exception):

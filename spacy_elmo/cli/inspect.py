@@ -12,7 +12,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from ..errors import InputError, SpacyElmoError
+from ..errors import InputError, SpacyElmoError, one_line
 from ..figures import agg_pyplot, save_figure
 
 
@@ -98,5 +98,6 @@ def _load(pipeline: str):
     except OSError as err:
         raise InputError(f"Cannot load the pipeline {pipeline}: {err}") from None
     except (ValueError, KeyError, TypeError) as err:  # a file cut short or damaged
-        reason = " ".join(str(err).split())[:200]
-        raise InputError(f"Cannot load the pipeline {pipeline}: a file in it is damaged or incomplete ({reason})") from None
+        raise InputError(
+            f"Cannot load the pipeline {pipeline}: a file in it is damaged or incomplete ({one_line(err, 200)})"
+        ) from None

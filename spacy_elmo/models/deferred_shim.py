@@ -18,7 +18,7 @@ from thinc.api import ArgsKwargs, Optimizer, PyTorchShim
 from thinc.shims.pytorch import default_serialize_torch_model
 from thinc.util import get_torch_default_device
 
-from ..errors import WeightsError
+from ..errors import WeightsError, one_line
 
 DescribeT = Callable[[torch.nn.Module], Dict[str, Any]]
 BuildT = Callable[[Dict[str, Any]], torch.nn.Module]
@@ -100,7 +100,7 @@ def _deserialize(
     try:
         state = torch.load(io.BytesIO(state_bytes), map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises assorted errors for bad or unsafe bytes
-        raise WeightsError(f"{_WHOSE}: the weights cannot be read safely ({_one_line(err)})") from None
+        raise WeightsError(f"{_WHOSE}: the weights cannot be read safely ({one_line(err, 300)})") from None
     with torch.device("meta"):  # sizes only: nothing is allocated
         skeleton = build(msg["config"])
     _check_state(state, skeleton.state_dict())
@@ -129,7 +129,3 @@ def _check_state(state: Any, expected: Dict[str, torch.Tensor]) -> None:
             )
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise WeightsError(f"{_WHOSE}: '{name}' holds values that are not finite (NaN or inf); the file is damaged")
-
-
-def _one_line(err: Exception) -> str:
-    return " ".join(str(err).split())[:300]

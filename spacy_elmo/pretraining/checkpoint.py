@@ -10,6 +10,7 @@ import torch
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
 from .corpus import BatchStream
+from ..errors import one_line
 from .errors import CheckpointError, ConfigError
 from .progress import Progress
 from .trainer import Trainer
@@ -37,8 +38,7 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as err:
-        reason = " ".join(str(err).split())[:200]
-        raise CheckpointError(f"{path}: corrupt or unreadable checkpoint ({reason})") from None
+        raise CheckpointError(f"{path}: corrupt or unreadable checkpoint ({one_line(err, 200)})") from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: not a spacy-elmo pretraining checkpoint")
     missing = [key for key in _REQUIRED if key not in state]

@@ -1,5 +1,6 @@
 """The pretraining config: a confection (spaCy-style) file, validated into dataclasses."""
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -8,7 +9,8 @@ from typing import Any, Dict, List, Optional, Union
 from confection import Config, ConfigValidationError
 
 from ..models.pytorch.options import NAMED_SIZES, BiLMOptions
-from ..errors import OptionsError
+from ..models.pytorch.original_format import expected_shapes
+from ..errors import OptionsError, one_line
 from .corpus import FORMATS
 from .errors import ConfigError
 
@@ -302,9 +304,9 @@ def parse_config(
         merged = Config().from_str(default_config_text(), interpolate=False).merge(given)
         config = Config().from_str(merged.to_str(), overrides=overrides, interpolate=True)
     except ConfigValidationError as err:
-        raise ConfigError(f"{source}: {_one_line(err)}") from None
+        raise ConfigError(f"{source}: {one_line(err)}") from None
     except Exception as err:  # confection raises assorted parse errors
-        raise ConfigError(f"{source}: cannot parse the config ({_one_line(err)})") from None
+        raise ConfigError(f"{source}: cannot parse the config ({one_line(err)})") from None
     known = set(_SECTIONS) | {"paths", "system"}
     unknown = sorted(set(config) - known)
     if unknown:
@@ -398,13 +400,9 @@ def _check(config: PretrainConfig, source: str) -> None:
     ):
         if not ok:
             raise ConfigError(f"{source}: optimizer.{key} must be {rule}, got {value}")
-    n_parameters = config.bilm_options().n_parameters()
+    n_parameters = sum(math.prod(shape) for shape in expected_shapes(config.bilm_options()).values())
     if n_parameters > MAX_PARAMETERS:
         raise ConfigError(
             f"{source}: [model] describes a biLM of {n_parameters:,} parameters, more than the "
             f"{MAX_PARAMETERS:,} this trainer allows (check lstm_dim, projection_dim and filters)"
         )
-
-
-def _one_line(err: Exception) -> str:
-    return " ".join(str(err).split())

@@ -87,8 +87,9 @@ class ElmoBiLM(nn.Module):
 
     @precision.setter
     def precision(self, value: str) -> None:
-        check_precision(value)
-        self.lstm.precision = value
+        if value != self.lstm.precision:  # set on every forward of the spaCy layer
+            check_precision(value)
+            self.lstm.precision = value
 
     def weights_changed(self) -> None:
         """Drop what was derived from the weights; call after updating them

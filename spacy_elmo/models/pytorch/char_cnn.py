@@ -32,7 +32,7 @@ class CharacterEncoder(nn.Module):
         self.convolutions = nn.ModuleList(
             nn.Conv1d(dim, count, kernel_size=width) for width, count in options.filters
         )
-        width = options.n_filters
+        width = self.n_filters = options.n_filters
         # Highway layer k: columns [transform | carry] of x @ W + b.
         self.highway_weights = nn.ParameterList(
             nn.Parameter(torch.zeros(width, 2 * width)) for _ in range(options.n_highway)
@@ -125,10 +125,6 @@ class CharacterEncoder(nn.Module):
         if len(order) > 1:
             features = features.index_select(0, torch.argsort(order))
         return features
-
-    @property
-    def n_filters(self) -> int:
-        return sum(conv.out_channels for conv in self.convolutions)
 
     def _padding_responses(self) -> List[Tensor]:
         """Per filter bank, the response of a window of padding characters

@@ -70,8 +70,12 @@ class ElmoEmbedder:
             if not window:
                 return
             # Long sentences as pieces of at most max_length tokens, joined again below.
-            pieces = [s[start : start + self.max_length] for s in window for start in range(0, max(len(s), 1), self.max_length)]
-            n_pieces = [max(1, -(-len(s) // self.max_length)) for s in window]
+            pieces: List[Sentence] = []
+            n_pieces = []
+            for sentence in window:
+                chunks = [sentence[i : i + self.max_length] for i in range(0, len(sentence), self.max_length)]
+                pieces.extend(chunks or [sentence])
+                n_pieces.append(max(len(chunks), 1))
             results: List[Optional[numpy.ndarray]] = [None] * len(pieces)
             batches = length_sorted_batches(
                 pieces, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens

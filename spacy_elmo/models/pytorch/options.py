@@ -48,17 +48,6 @@ class BiLMOptions:
         """Width of every output layer: forward and backward halves."""
         return 2 * self.projection_dim
 
-    def n_parameters(self) -> int:
-        """Weights of a biLM of these sizes (computed, nothing allocated)."""
-        width, proj, hidden = self.n_filters, self.projection_dim, self.lstm_dim
-        cnn = (self.n_characters - 1) * self.char_embedding_dim + sum(
-            w * self.char_embedding_dim * count + count for w, count in self.filters
-        )
-        highway = self.n_highway * (2 * width * width + 2 * width)
-        projection = width * proj + proj if self.has_char_projection else 0
-        lstm = 2 * self.n_layers * (2 * proj * 4 * hidden + 4 * hidden + hidden * proj)
-        return cnn + highway + projection + lstm
-
     @classmethod
     def from_dict(cls, options: Dict[str, Any], *, source: str = "options") -> "BiLMOptions":
         """Read the `options.json` layout; a missing or invalid value raises

@@ -29,8 +29,7 @@ _MODEL_TO_FILE_GATES = (0, 3, 1, 2)
 
 def read_options(path: PathLike) -> BiLMOptions:
     path = Path(path)
-    if path.exists() and not path.is_file():  # a FIFO would block forever
-        raise OptionsError(f"Options path {path} is not a regular file")
+    _check_regular_file(path, OptionsError, "Options")
     try:
         text = path.read_text(encoding="utf8")
     except OSError as err:
@@ -57,16 +56,12 @@ def resolve_paths(
         weights = _find_weights_file(weights)
     elif not weights.exists():
         raise WeightsError(f"Weights file not found: {weights}")
-    elif not weights.is_file():  # a FIFO or a device would block or never end
-        raise WeightsError(f"Weights path {weights} is not a regular file")
     options_path = Path(options) if options is not None else weights.parent / OPTIONS_NAME
     if not options_path.exists():
         raise OptionsError(
             f"Options file not found: {options_path} (pass the options.json that belongs "
             f"to {weights})"
         )
-    if not options_path.is_file():
-        raise OptionsError(f"Options path {options_path} is not a regular file")
     return weights, options_path
 
 
@@ -142,8 +137,7 @@ def read_hdf5_arrays(
     """
     import h5py
 
-    if Path(path).exists() and not Path(path).is_file():  # a FIFO would block forever
-        raise WeightsError(f"Weights path {path} is not a regular file")
+    _check_regular_file(Path(path), WeightsError, "Weights")
     try:
         handle = h5py.File(path, "r")
     except OSError as err:
@@ -181,6 +175,12 @@ def read_hdf5_arrays(
                 )
             arrays[name] = array
     return arrays
+
+
+def _check_regular_file(path: Path, error: type, what: str) -> None:
+    """Refuse a FIFO or device before reading it: it would block forever or never end."""
+    if path.exists() and not path.is_file():
+        raise error(f"{what} path {path} is not a regular file")
 
 
 def _stored_dataset(handle: Any, name: str, path: PathLike) -> Any:
