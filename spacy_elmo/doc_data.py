@@ -18,6 +18,8 @@ from spacy.tokens import Doc
 from thinc.types import Floats2d, Floats3d
 from thinc.util import to_numpy
 
+from .errors import DocDataError
+
 EXTENSION = "elmo"
 _MSGPACK_KEY = "__spacy_elmo_doc_data__"
 
@@ -66,6 +68,31 @@ DOC_TENSOR_MIXES: Dict[str, Callable[[ElmoDocData], Floats2d]] = {
     "mean": ElmoDocData.mean,
     "top": ElmoDocData.top,
 }
+
+
+def doc_data(doc: Doc) -> Optional[ElmoDocData]:
+    """``doc._.elmo``, checked against the Doc: one row of vectors per token.
+
+    A Doc read from bytes or a DocBin carries whatever its bytes say, and a Doc
+    retokenized after the elmo component no longer matches its layers.
+    """
+    data = doc._.get(EXTENSION)
+    if data is None:
+        return None
+    layers = getattr(data, "layers", None)
+    shape = getattr(layers, "shape", None)
+    if not isinstance(data, ElmoDocData) or shape is None or len(shape) != 3:
+        raise DocDataError(
+            f"doc._.{EXTENSION} is not ELMo layers of shape (n_layers, n_tokens, width) "
+            f"(got {type(data).__name__} of shape {shape}); run the pipeline on the text again"
+        )
+    if shape[1] != len(doc):
+        raise DocDataError(
+            f"doc._.{EXTENSION} holds vectors for {shape[1]} tokens but the Doc has {len(doc)} "
+            f"(the Doc was retokenized after the elmo component, or its bytes were altered); "
+            f"run the pipeline on the text again"
+        )
+    return data
 
 
 def install_extensions() -> None:

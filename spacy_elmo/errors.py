@@ -22,3 +22,7 @@ class WeightsError(SpacyElmoError, ValueError):
 
 class InputError(SpacyElmoError, ValueError):
     """An input file cannot be read (missing, undecodable, malformed)."""
+
+
+class DocDataError(SpacyElmoError, ValueError):
+    """``doc._.elmo`` does not fit its Doc (changed tokens, altered bytes)."""

@@ -8,6 +8,7 @@ AllenNLP/bilm-tf models, downloaded on first use into a cache directory.
 and ``SPACY_ELMO_BASE_URL`` (default AllenNLP's public bucket) change where published
 models are kept and fetched from; both can also be given per call.
 """
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,8 +114,17 @@ def model_files(
     folder = cache_dir(cache) / model.folder
     remote = f"{base_url(url)}/{model.folder}"
     what = f"ELMo model {name!r}"
-    options = download(f"{remote}/{options_name}", folder / options_name, what=what)
-    weights = download(f"{remote}/{weights_name}", folder / weights_name, what=what)
+    new_folders = [path for path in (folder, *folder.parents) if not path.exists()]
+    new_files = [folder / file_name for file_name in (options_name, weights_name) if not (folder / file_name).exists()]
+    try:
+        options = download(f"{remote}/{options_name}", folder / options_name, what=what)
+        weights = download(f"{remote}/{weights_name}", folder / weights_name, what=what)
+    except BaseException:
+        # A model arrives whole or not at all: nothing of a failed first download stays in the cache.
+        for path in [*new_files, *new_folders]:  # files, then folders deepest first
+            with contextlib.suppress(OSError):
+                path.unlink() if path in new_files else path.rmdir()
+        raise
     return options, weights
 
 

@@ -3,6 +3,8 @@ a temporary name and renamed when complete, and cleaned up after a killed run.""
 import contextlib
 import os
 import re
+import resource
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -99,6 +101,44 @@ def _check_can_create_in(directory: Path, *, what: str, target: Path) -> None:
         raise SpacyElmoError(f"{what} {target}: cannot write in {existing} ({err.strerror})") from None
     os.close(fd)
     os.unlink(probe)
+
+
+#: Room left for an HDF5 file's own bookkeeping (headers, the index of its datasets).
+HDF5_OVERHEAD_BYTES = 1 << 20
+
+
+def bytes_writable(path: PathLike) -> int:
+    """How many more bytes the file `path` (existing or not) may take: the free space
+    of its file system, capped by this process's file-size limit (``ulimit -f``)."""
+    path = Path(path)
+    existing = path.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    directory = existing if existing.is_dir() else existing.parent
+    room = shutil.disk_usage(directory).free
+    limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if limit != resource.RLIM_INFINITY:
+        size = path.stat().st_size if path.is_file() else 0
+        room = min(room, max(0, limit - size))
+    return room
+
+
+def check_space(path: PathLike, needed: int, *, what: str = "Output", name: Optional[PathLike] = None) -> None:
+    """Fail with one line when `path` cannot grow by `needed` bytes (a full disk or
+    a file-size limit). HDF5 must never meet the limit itself: its write errors
+    surface in object finalizers and can crash the process instead of raising.
+    `name`: the path to show (the final name of a temporary file)."""
+    room = bytes_writable(path)
+    if needed > room:
+        raise SpacyElmoError(
+            f"{what} {name or path}: not enough space: needs about {_megabytes(needed)}, "
+            f"{_megabytes(room)} can be written there (free disk space or the file-size limit); "
+            f"free some space or write elsewhere"
+        )
+
+
+def _megabytes(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:,.1f} MB"
 
 
 def _same_file(a: Path, b: Path) -> bool:

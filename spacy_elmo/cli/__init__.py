@@ -1,4 +1,5 @@
 """`python -m spacy_elmo COMMAND` (also installed as `spacy-elmo`)."""
+import errno
 import sys
 
 import typer
@@ -31,3 +32,15 @@ def main() -> None:
     except SpacyElmoError as err:
         typer.secho(f"✘ {err}", fg=typer.colors.RED, err=True)
         sys.exit(1)
+    except OSError as err:
+        if err.errno not in _NO_SPACE:
+            raise
+        # Outputs are written to temporary files and renamed, so the previous ones are intact.
+        typer.secho(
+            f"✘ {err.filename or 'Writing an output'}: {err.strerror}; free some space or write elsewhere "
+            f"(no earlier output was changed)", fg=typer.colors.RED, err=True,
+        )
+        sys.exit(1)
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)

@@ -20,7 +20,9 @@ from ..models.pytorch.device import select_device
 from ..models.pytorch.embedder import ElmoEmbedder
 from ..models.pytorch.original_format import load_bilm, resolve_paths
 from ..named_models import locate_model
-from ..output_files import atomic_output_path, check_output_file, remove_stale_temp_files
+from ..output_files import (
+    HDF5_OVERHEAD_BYTES, atomic_output_path, check_output_file, check_space, remove_stale_temp_files,
+)
 from ..stopping import raise_if_terminated
 
 SENTENCE_TO_INDEX = "sentence_to_index"
@@ -84,6 +86,8 @@ def embed_command(
             fg=typer.colors.YELLOW, err=True,
         )
 
+    layers_written = 1 if top or average else bilm.options.n_output_layers
+    check_space(output_path, _expected_size(input_path, n_lines, n_tokens * layers_written * bilm.options.output_dim))
     start = time.perf_counter()
     write_embeddings(input_path, output_path, embedder, n_lines=n_lines, top=top, average=average)
     seconds = time.perf_counter() - start
@@ -106,7 +110,10 @@ def write_embeddings(
 ) -> None:
     """Stream INPUT through `embedder` into a new HDF5 file, one dataset per line.
 
-    The file is written under a temporary name and renamed only when complete.
+    The file is written under a temporary name and renamed only when complete;
+    before each dataset the space for it and the rest of the file is checked, so a
+    full disk or a file-size limit stops the command with one line and the previous
+    OUTPUT, if any, stays as it was.
     """
     import h5py
     from tqdm import tqdm
@@ -119,6 +126,8 @@ def write_embeddings(
         total=n_lines, unit="sent", file=sys.stderr, disable=n_lines < PROGRESS_MIN_LINES,
         mininterval=0.1 if interactive else 30.0, dynamic_ncols=interactive,
     )
+    # What the file still needs after the last dataset: the sentence index and HDF5's bookkeeping.
+    closing_bytes = input_path.stat().st_size + n_lines * _DATASET_BYTES + HDF5_OVERHEAD_BYTES
     with progress, atomic_output_path(output_path) as tmp, h5py.File(tmp, "w") as handle:
         for index, (text, layers) in enumerate(zip(texts, layers_per_line)):
             if top:
@@ -126,12 +135,22 @@ def write_embeddings(
             elif average:
                 layers = layers.mean(axis=0)
             raise_if_terminated()
+            check_space(tmp, layers.nbytes + closing_bytes, name=output_path)
             handle.create_dataset(str(index), data=layers, dtype="float32")
             if text:
                 sentence_to_index[text] = str(index)
             progress.update()
         mapping = handle.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.special_dtype(vlen=str))
         mapping[0] = json.dumps(sentence_to_index)
+
+
+#: An HDF5 dataset's header and its entry in the file's index, about 400 bytes.
+_DATASET_BYTES = 1024
+
+
+def _expected_size(input_path: Path, n_lines: int, n_floats: int) -> int:
+    """About how many bytes the output takes: the vectors, a header per line, the index."""
+    return 4 * n_floats + n_lines * _DATASET_BYTES + input_path.stat().st_size + HDF5_OVERHEAD_BYTES
 
 
 def _read_lines(path: Path) -> Iterator[Tuple[int, str]]:

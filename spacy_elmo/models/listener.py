@@ -12,7 +12,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from ..doc_data import EXTENSION
+from ..doc_data import doc_data
 from ..errors import OptionsError
 from .task_head import build_task_head, set_task_head_dims, zero_layers
 from .gradients import scale_gradients
@@ -134,7 +134,8 @@ def listener_forward(
 
 
 def _doc_layers(model: ElmoListener, docs: List[Doc], *, required: bool) -> List[Floats3d]:
-    missing = [doc for doc in docs if getattr(doc._, EXTENSION, None) is None]
+    annotated = [doc_data(doc) for doc in docs]
+    missing = [doc for doc, data in zip(docs, annotated) if data is None]
     if missing and required:
         raise OptionsError(
             "An ELMo listener found no doc._.elmo in training: the elmo component was not "
@@ -143,7 +144,4 @@ def _doc_layers(model: ElmoListener, docs: List[Doc], *, required: bool) -> List
             "`frozen` setting)"
         )
     zeros = iter(zero_layers(model.head, missing)) if missing else iter(())
-    return [
-        next(zeros) if getattr(doc._, EXTENSION, None) is None else model.ops.asarray3f(doc._.elmo.layers)
-        for doc in docs
-    ]
+    return [next(zeros) if data is None else model.ops.asarray3f(data.layers) for data in annotated]

@@ -6,9 +6,10 @@ and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
 ``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
 methods read that mix of ``doc._.elmo``, so they are contextual: "bank" of a river and
 "bank" that lends money get different vectors and a similarity below 1. Doc
-hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``, and Docs from
-``nlp.pipe(n_process=2)`` have none); ``Doc.tensor`` is, and spaCy's own
-fallback reads it for vectors when the vocab has no static vectors.
+hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``), so in the worker
+processes of ``nlp.pipe(n_process=2)`` none are set, and the Docs that come back
+have none; ``Doc.tensor`` travels, and spaCy's own fallback reads it for vectors
+when the vocab has no static vectors (else call :func:`set_vector_hooks` on them).
 Downstream components read the layers through ``spacy-elmo.ElmoListener.v1``,
 each with its own learned scalar mix.
 
@@ -17,9 +18,11 @@ it (put ``elmo`` before ``tok2vec`` when both are used, as spaCy's tok2vec
 listeners read ``Doc.tensor`` at prediction time). The vector hooks still give
 ELMo's vectors then; ELMo listeners read ``doc._.elmo``, not the tensor.
 """
+import sys
+from contextlib import contextmanager
 from functools import partial
 from itertools import islice
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -29,8 +32,8 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats1d, Floats2d, Floats3d
 
-from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
-from ..errors import OptionsError
+from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, doc_data, install_extensions
+from ..errors import OptionsError, SpacyElmoError, WeightsError, one_line
 from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_segment_cache, set_token_cache
 from ..models.gradients import no_gradient
 from ..models.inline import replace_listener, replace_listener_cfg
@@ -187,13 +190,14 @@ class ElmoComponent(TrainablePipe):
     def set_annotations(self, docs: Sequence[Doc], layers: List[Floats3d]) -> None:
         """Set ``doc._.elmo`` and, per ``doc_tensor``, ``Doc.tensor``."""
         install_extensions()
+        hooks = self.vector_hooks and self.doc_tensor is not None and not _in_spacy_worker_process()
         for doc, doc_layers in zip(docs, layers):
             data = ElmoDocData(layers=doc_layers)
             setattr(doc._, EXTENSION, data)
             if self.doc_tensor is not None:
                 doc.tensor = data.mixed(self.doc_tensor)
-                if self.vector_hooks:
-                    set_vector_hooks(doc, self.doc_tensor)
+            if hooks:
+                set_vector_hooks(doc, self.doc_tensor)
 
     # Training ------------------------------------------------------------------------
 
@@ -282,8 +286,29 @@ class ElmoComponent(TrainablePipe):
         for listener in self.listeners:
             listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))
 
+    # Serialization ---------------------------------------------------------------------
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
+        with _damaged_as_one_line("The serialized ELMo component"):
+            return super().from_bytes(bytes_data, exclude=exclude)
+
+    def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
+        with _damaged_as_one_line(f"The ELMo component in {path}"):
+            return super().from_disk(path, exclude=exclude)
+
     def add_label(self, label: str) -> int:
         raise NotImplementedError
+
+
+@contextmanager
+def _damaged_as_one_line(what: str) -> Iterator[None]:
+    """msgpack's and Thinc's errors on cut or altered bytes, as one line naming `what`."""
+    try:
+        yield
+    except SpacyElmoError:
+        raise
+    except (ValueError, KeyError, TypeError) as err:
+        raise WeightsError(f"{what} is damaged or incomplete ({one_line(err, 200)})") from None
 
 
 def set_vector_hooks(doc: Doc, mix: str) -> None:
@@ -305,8 +330,20 @@ def set_vector_hooks(doc: Doc, mix: str) -> None:
         hooks["similarity"] = _cosine_similarity
 
 
+def _in_spacy_worker_process() -> bool:
+    """True when called under ``nlp.pipe(n_process>1)``'s worker (spaCy's
+    ``_apply_pipes``), which sends every Doc back as bytes: hooks cannot travel,
+    and setting them would only make spaCy warn W109 for each Doc."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_apply_pipes" and frame.f_globals.get("__name__") == "spacy.language":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _contextual_vectors(doc: Doc, mix: str) -> Floats2d:
-    data = doc._.get(EXTENSION)
+    data = doc_data(doc)
     return doc.tensor if data is None else data.mixed(mix)
 
 

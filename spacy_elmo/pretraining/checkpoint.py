@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Union
 
 import torch
 
-from ..output_files import atomic_output_path
+from ..output_files import atomic_output_path, check_space
 from .config import ModelConfig, PretrainConfig, resolve_model
 from .corpus import BatchStream
 from ..errors import one_line
@@ -27,7 +27,22 @@ def save_checkpoint(state: Dict[str, Any], path: Union[str, Path]) -> None:
     A run killed while saving keeps its previous checkpoint.
     """
     with atomic_output_path(path) as tmp:
-        torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
+        check_space(tmp, _tensor_bytes(state) + (1 << 20), what="Checkpoint", name=path)
+        try:
+            torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
+        except RuntimeError as err:  # torch's zip writer reports a failed write so
+            raise CheckpointError(f"Could not write {path} ({one_line(err, 200)}); the previous checkpoint is kept") from None
+
+
+def _tensor_bytes(obj: Any) -> int:
+    """The bytes of every tensor in a nest of dicts, lists and tuples."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(value) for value in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(value) for value in obj)
+    return 0
 
 
 def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:

@@ -1,9 +1,12 @@
 """One `pretrain` invocation, on every process: output directory, vocabulary,
 model, the training loop with evaluation and checkpoints, and the exported biLM.
 """
+import contextlib
 import json
 import logging
 import math
+import os
+import shutil
 import time
 from collections import Counter
 from itertools import islice
@@ -14,6 +17,7 @@ import torch
 from confection import Config
 from wasabi import msg
 
+from ..directory_lock import hold_directory
 from ..errors import InputError
 from ..models.pytorch.options import BiLMOptions
 from ..models.pytorch.original_format import OPTIONS_NAME, WEIGHTS_NAME, load_bilm, save_bilm
@@ -102,6 +106,7 @@ class PretrainRun:
         if self.init_from is not None:
             self.init_dir = self.init_from if self.init_from.is_dir() else self.init_from.parent
         self.checkpoint_path = self.output_dir / CHECKPOINT_NAME
+        self.training_started = False
         self.metrics = MetricsLog(self.output_dir / METRICS_NAME)
         corpus = config.corpus
         self.splitter, self.token_cache = text_reading(config, self.output_dir)
@@ -113,6 +118,20 @@ class PretrainRun:
             msg.info(text)
 
     def run(self) -> Dict[str, Any]:
+        check_output_dir(self.output_dir)
+        if not self.processes.is_main:
+            return self._run()
+        # The main process writes the directory; it holds it so no second run writes there too.
+        with hold_directory(self.output_dir):
+            before = set(os.listdir(self.output_dir))
+            try:
+                return self._run()
+            except BaseException:
+                if not self.training_started:
+                    _remove_new_entries(self.output_dir, before)  # a run that never trained leaves nothing
+                raise
+
+    def _run(self) -> Dict[str, Any]:
         config, processes = self.config, self.processes
         checkpoint = self._prepare_output_dir()
         dev_all = self._dev_sentences()
@@ -157,7 +176,6 @@ class PretrainRun:
     # -- setup ---------------------------------------------------------------------------
 
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
-        check_output_dir(self.output_dir)
         if self.processes.is_main:
             # Left by a run killed while saving: in the output directory only the run's own
             # outputs' (other files there are the user's); the token cache is all ours.
@@ -323,6 +341,7 @@ class PretrainRun:
         """Run steps up to `max_steps`; `dev` is None without held-out data (the same on every process)."""
         from tqdm import tqdm
 
+        self.training_started = True
         training = self.config.training
         main = self.processes.is_main
         n_train_tokens = stats["n_tokens"] if stats else None
@@ -441,6 +460,17 @@ def pretrain(
         return PretrainRun(config, output_dir, processes, resume=resume, init_from=init_from).run()
     finally:
         shutdown(processes)
+
+
+def _remove_new_entries(directory: Path, before: set) -> None:
+    """Remove what this run added to `directory` (files and the token cache it began)."""
+    for name in set(os.listdir(directory)) - before:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
 
 def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int, int]:

@@ -157,3 +157,32 @@ def test_sigterm_stops_like_ctrl_c_and_leaves_no_temp_files(tmp_path, tiny_text)
     assert process.returncode != 0
     assert "--resume continues from step" in output
     assert not list(output_dir.glob(".*.tmp"))
+
+
+def test_a_directory_in_use_by_a_run_is_refused_to_a_second_run(tmp_path, tiny_text):
+    """A run holds its output directory; another run or a --resume there gets one line."""
+    output_dir = tmp_path / "out"
+    args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=100_000, checkpoint_every=100_000)
+    first = subprocess.Popen(args, env=ONE_THREAD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not MetricsLog(output_dir / "metrics.jsonl").read():
+            assert time.monotonic() < deadline and first.poll() is None, "the first run did not start"
+            time.sleep(0.05)
+        second = subprocess.run(
+            args + ["--training.max_steps", "3"], env=ONE_THREAD, capture_output=True, text=True, timeout=300
+        )
+        resumed = subprocess.run(args + ["--resume"], env=ONE_THREAD, capture_output=True, text=True, timeout=300)
+        assert first.poll() is None
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    for result in (second, resumed):
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1, result.stderr
+        assert f"{output_dir} is in use by another run (process {first.pid}:" in lines[0]
+    steps = [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
+    assert steps == list(range(1, len(steps) + 1))  # the first run's steps only, each once
+    # A killed run leaves no stale lock: a new run may use the directory at once.
+    again = subprocess.run(args + ["--training.max_steps", "2"], env=ONE_THREAD, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr

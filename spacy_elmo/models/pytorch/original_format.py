@@ -11,7 +11,7 @@ import numpy
 import torch
 
 from ...errors import OptionsError, WeightsError
-from ...output_files import atomic_output_path
+from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path, check_space
 from .bilm import ElmoBiLM
 from .options import BiLMOptions
 
@@ -288,9 +288,11 @@ def save_bilm(bilm: ElmoBiLM, directory: PathLike) -> Tuple[Path, Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     options_path, weights_path = directory / OPTIONS_NAME, directory / WEIGHTS_NAME
+    arrays = original_arrays(bilm)
     with atomic_output_path(weights_path) as tmp:
+        check_space(tmp, sum(array.nbytes for array in arrays.values()) + HDF5_OVERHEAD_BYTES, name=weights_path)
         with h5py.File(tmp, "w") as handle:
-            for name, array in sorted(original_arrays(bilm).items()):
+            for name, array in sorted(arrays.items()):
                 handle.create_dataset(name, data=array)
     with atomic_output_path(options_path) as tmp:
         tmp.write_text(json.dumps(bilm.options.to_dict(), indent=2) + "\n", encoding="utf8")

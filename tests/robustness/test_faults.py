@@ -1,0 +1,162 @@
+"""Faults during long work: a kill, a full disk. The previous outputs stay intact,
+the error is one line, and no temporary file outlives the run."""
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_elmo import output_files
+
+from ..conftest import run_cli
+from ..pipeline.util import elmo_nlp, train_examples
+from .conftest import snapshot
+
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()
+
+
+def _file_size_limit(n_bytes: int):
+    """A preexec_fn: the child may write files of at most `n_bytes` (``ulimit -f``)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (n_bytes, n_bytes))
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip() and "sent/s" not in line and "step/s" not in line]
+    assert len(lines) == 1 and lines[0].startswith("✘ ") and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_a_file_size_limit_during_embed_is_one_line_and_keeps_the_previous_output(workspace):
+    (workspace / "text.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 3000, encoding="utf8")
+    previous = workspace / "out.hdf5"
+    previous.write_bytes(b"the previous output")
+    done = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"],
+        cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
+        preexec_fn=_file_size_limit(200_000),
+    )
+    assert done.returncode == 1
+    assert "Output out.hdf5: not enough space" in _one_line(done.stderr)
+    assert previous.read_bytes() == b"the previous output"
+    assert not list(workspace.glob(".*.tmp"))
+
+
+def test_space_running_out_while_embedding_is_one_line_and_keeps_the_previous_output(
+    workspace, capsys, monkeypatch
+):
+    """The disk fills while the file is written (another program's writes): checked before each line."""
+    (workspace / "text.txt").write_text("a line of words\n" * 50, encoding="utf8")
+    previous = workspace / "out.hdf5"
+    previous.write_bytes(b"the previous output")
+    calls = {"n": 0}
+    real = output_files.bytes_writable
+
+    def filling_up(path):
+        calls["n"] += 1
+        return real(path) if calls["n"] < 20 else 1000
+
+    monkeypatch.setattr(output_files, "bytes_writable", filling_up)
+    monkeypatch.chdir(workspace)
+    code, out, err = run_cli(capsys, monkeypatch, "embed", "text.txt", "out.hdf5", "--weights", "model")
+    assert code == 1 and calls["n"] == 20
+    assert "Output out.hdf5: not enough space" in _one_line(err)
+    assert previous.read_bytes() == b"the previous output"
+    assert not list(workspace.glob(".*.tmp"))
+
+
+def test_a_file_size_limit_at_a_checkpoint_keeps_the_previous_checkpoint(workspace, finished_run):
+    run = workspace / "out"
+    shutil.copytree(finished_run, run)
+    before = snapshot(run)
+    done = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "pretrain", "out/config.cfg", "out", "--resume",
+         "--training.max_steps", "4", "--training.checkpoint_every", "1"],
+        cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
+        preexec_fn=_file_size_limit((run / "checkpoint.pt").stat().st_size // 2),
+    )
+    assert done.returncode == 1
+    line = _one_line(done.stderr)
+    assert "checkpoint.pt" in line and "not enough space" in line, line
+    assert snapshot(run).get("checkpoint.pt") == before["checkpoint.pt"]
+    assert not list(run.glob(".*.tmp"))
+
+
+def test_sigkill_while_embedding_keeps_the_previous_output(workspace):
+    (workspace / "text.txt").write_text("the cat sat on the mat\n" * 100_000, encoding="utf8")
+    previous = workspace / "out.hdf5"
+    previous.write_bytes(b"the previous output")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"],
+        cwd=workspace, env=ONE_THREAD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(workspace.glob(".out.hdf5.*.tmp")):
+            assert time.monotonic() < deadline and process.poll() is None, "no temporary file appeared"
+            time.sleep(0.05)
+        time.sleep(0.5)  # mid-write
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    assert previous.read_bytes() == b"the previous output"
+    # The next run removes what the killed one left.
+    (workspace / "text.txt").write_text("the cat sat on the mat\n", encoding="utf8")
+    done = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"],
+        cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not list(workspace.glob(".*.tmp"))
+
+
+def _training_config(workspace: Path, allennlp_model_dir: Path) -> Path:
+    """`spacy train` inputs for an elmo + tagger pipeline on the fixture biLM."""
+    nlp = elmo_nlp(allennlp_model_dir / "lm_weights.hdf5", initialize=False)
+    examples = train_examples(nlp)
+    DocBin(docs=[example.reference for example in examples]).to_disk(workspace / "train.spacy")
+    config = nlp.config.copy()
+    config["paths"] = {**config["paths"], "train": str(workspace / "train.spacy"), "dev": str(workspace / "train.spacy")}
+    config["training"]["eval_frequency"] = 4
+    config.to_disk(workspace / "train.cfg")
+    return workspace / "train.cfg"
+
+
+def test_sigkill_of_spacy_train_mid_epoch_keeps_the_last_saved_pipeline(workspace, allennlp_model_dir):
+    """spaCy saves model-last and model-best at each evaluation (step 0 included); a kill
+    between evaluations leaves those saves as they were, loadable."""
+    config = _training_config(workspace, allennlp_model_dir)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spacy", "train", str(config), "--output", "trained",
+         "--training.max_steps", "100000", "--training.eval_frequency", "100000", "--training.patience", "0",
+         "--training.max_epochs", "0"],
+        cwd=workspace, env=ONE_THREAD, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        header_seen = False
+        for line in process.stdout:  # spaCy prints a row after each evaluation's save
+            header_seen = header_seen or "LOSS" in line
+            if header_seen and line.split() and line.split()[0].isdigit():
+                break
+        saved = snapshot(workspace / "trained")
+        time.sleep(3)  # training on, mid-epoch, far from the next evaluation
+        assert process.poll() is None
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    assert saved and snapshot(workspace / "trained") == saved
+    for name in ("model-last", "model-best"):
+        nlp = spacy.load(workspace / "trained" / name)
+        assert nlp("The bank of the river .")._.elmo is not None

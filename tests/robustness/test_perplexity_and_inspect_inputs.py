@@ -1,0 +1,74 @@
+"""`perplexity` and `inspect` on hostile inputs: one line, exit code 1, nothing changed."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import Probe, run_probe
+
+
+def _run(ws: Path, run: Path, edit=None) -> Path:
+    shutil.copytree(run, ws / "run")
+    if edit is not None:
+        edit(ws / "run")
+    return ws / "run"
+
+
+def _pipeline(ws: Path, pipeline: Path, edit=None) -> Path:
+    shutil.copytree(pipeline, ws / "pipeline")
+    if edit is not None:
+        edit(ws / "pipeline" / "elmo" / "model")
+    return ws / "pipeline"
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _flip_bytes(path: Path) -> None:
+    """64 bytes in the middle of the file, changed: the weights' values, not their layout."""
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0x5A for b in data[middle : middle + 64])
+    path.write_bytes(bytes(data))
+
+
+def _write(path: Path, data) -> Path:
+    path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf8")
+    return path
+
+
+def perplexity_probes(run: Path):
+    return [
+        Probe("perplexity: run missing", lambda ws: ["perplexity", "nowhere", "text.txt"], "nowhere"),
+        Probe("perplexity: run without its vocabulary",
+              lambda ws: ["perplexity", _run(ws, run, lambda d: (d / "vocab.txt").unlink()), "text.txt"],
+              "vocab.txt"),
+        Probe("perplexity: text missing", lambda ws: ["perplexity", _run(ws, run), "none.txt"], "none.txt"),
+        Probe("perplexity: text not UTF-8",
+              lambda ws: ["perplexity", _run(ws, run), _write(ws / "bad.txt", b"ok\n\xff\xfe\n")], "bad.txt"),
+        Probe("perplexity: empty text",
+              lambda ws: ["perplexity", _run(ws, run), _write(ws / "empty.txt", "")], "empty.txt"),
+    ]
+
+
+def inspect_probes(pipeline: Path):
+    return [
+        Probe("inspect: pipeline missing", lambda ws: ["inspect", "nowhere"], "Cannot load the pipeline"),
+        Probe("inspect: a directory that is not a pipeline", lambda ws: ["inspect", "model"],
+              "Cannot load the pipeline"),
+        Probe("inspect: truncated component", lambda ws: ["inspect", _pipeline(ws, pipeline, _truncate)],
+              "damaged or incomplete"),
+        Probe("inspect: 64 flipped bytes in the component", lambda ws: ["inspect", _pipeline(ws, pipeline, _flip_bytes)],
+              "damaged"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_perplexity_refuses_with_one_line_and_changes_nothing(index, finished_run, workspace, capsys, monkeypatch):
+    run_probe(perplexity_probes(finished_run)[index], workspace, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_inspect_refuses_with_one_line_and_changes_nothing(index, saved_pipeline, workspace, capsys, monkeypatch):
+    run_probe(inspect_probes(saved_pipeline)[index], workspace, capsys, monkeypatch)
