@@ -28,6 +28,8 @@ class Probe:
     code: int = 1
     # Files the failed command may leave (none: a failed command changes nothing).
     allowed: List[str] = field(default_factory=list)
+    # Text that must not appear in the output (a password, a secret's bytes).
+    absent: str = ""
 
     def __str__(self) -> str:
         return self.name
@@ -99,6 +101,7 @@ def run_probe(probe: Probe, workspace: Path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(workspace)
     code, out, err = run_cli(capsys, monkeypatch, *args)
     assert_one_line_error(code, err, probe)
+    assert not probe.absent or probe.absent not in out + err, err
     after = snapshot(workspace)
     changed = sorted(
         key for key in set(before) | set(after)

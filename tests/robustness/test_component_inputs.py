@@ -1,11 +1,13 @@
 """The `elmo` component on hostile settings, bytes, files and Docs: a `SpacyElmoError`
 of one line (what the CLI prints without a traceback), and nothing changed on disk."""
+import io
 import shutil
 from pathlib import Path
 
 import pytest
 import spacy
 import srsly
+import torch
 from spacy.tokens import Doc
 
 import spacy_elmo.pipeline  # noqa: F401 (registers the component)
@@ -38,6 +40,57 @@ def _from_disk_truncated(pipeline: Path, copy: Path) -> None:
     spacy.load(copy)
 
 
+def _edit_state(data: bytes, edit) -> bytes:
+    """The component's bytes with the biLM shim's inner message (settings, state, checksum) edited."""
+    msg = srsly.msgpack_loads(data)
+    model = srsly.msgpack_loads(msg["model"])
+    node_shims = next(shims for shims in model["shims"] if shims)  # the biLM layer's one shim
+    shim = srsly.msgpack_loads(node_shims[0])
+    inner = srsly.msgpack_loads(shim["state"])
+    edit(inner)
+    shim["state"] = srsly.msgpack_dumps(inner)
+    node_shims[0] = srsly.msgpack_dumps(shim)
+    msg["model"] = srsly.msgpack_dumps(model)
+    return srsly.msgpack_dumps(msg)
+
+
+def _torch_bytes(state) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+class _Payload:
+    """Unpickling this creates a file: code run by loading a pipeline."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _pickled_state(inner, marker: Path) -> None:
+    state = torch.load(io.BytesIO(inner["state"]), weights_only=True)
+    state[next(iter(state))] = _Payload(str(marker))
+    inner["state"], inner["sha256"] = _torch_bytes(state), None
+
+
+def _nan_state(inner) -> None:
+    state = torch.load(io.BytesIO(inner["state"]), weights_only=True)
+    name = next(name for name, value in state.items() if value.is_floating_point())
+    state[name] = torch.full_like(state[name], float("nan"))
+    inner["state"], inner["sha256"] = _torch_bytes(state), None
+
+
+def _pickle_probe(pipeline: Path, workspace: Path) -> None:
+    marker = workspace / "ran"
+    try:
+        _from_bytes(pipeline, lambda data: _edit_state(data, lambda inner: _pickled_state(inner, marker)))
+    finally:
+        assert not marker.exists(), "code in the pipeline's bytes ran"
+
+
 def _doc_with_other_layers(pipeline: Path, edit) -> None:
     nlp = spacy.load(pipeline)
     doc = nlp(TEXTS[0])
@@ -65,6 +118,12 @@ PROBES = [
     ("token_cache_size -1", lambda p, ws: _component({"token_cache_size": -1}), "token_cache_size"),
     ("precision 'int4'", lambda p, ws: _component({"precision": "int4"}), "precision"),
     ("from_bytes: 64 flipped bytes", lambda p, ws: _from_bytes(p, _flip), "checksum"),
+    ("from_bytes: a pickle in the state (as torch < 2.6 loads)", "pickle", "cannot be read safely"),
+    ("from_bytes: 10**9 filters in its settings",
+     lambda p, ws: _from_bytes(p, lambda d: _edit_state(
+         d, lambda inner: inner["config"]["char_cnn"]["filters"].__setitem__(0, [1, 10**9]))),
+     "but its settings say"),
+    ("from_bytes: NaN weights", lambda p, ws: _from_bytes(p, lambda d: _edit_state(d, _nan_state)), "not finite"),
     ("from_bytes: cut in half", lambda p, ws: _from_bytes(p, lambda b: b[: len(b) // 2]), "damaged"),
     ("from_disk: truncated weights", lambda p, ws: _from_disk_truncated(p, ws / "copy"), "damaged"),
     ("Doc bytes: another Doc's layers, vectors",
@@ -76,11 +135,15 @@ PROBES = [
 
 
 @pytest.mark.parametrize("name,act,message", PROBES, ids=[p[0] for p in PROBES])
-def test_the_component_refuses_with_one_line_and_changes_nothing(name, act, message, saved_pipeline, workspace):
+def test_the_component_refuses_with_one_line_and_changes_nothing(
+    name, act, message, saved_pipeline, workspace, monkeypatch
+):
+    if act == "pickle":
+        monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+        act = _pickle_probe
     before = snapshot(saved_pipeline)
     with pytest.raises(SpacyElmoError) as error:
         act(saved_pipeline, workspace)
     text = str(error.value)
     assert message in text and "\n" not in text, text
     assert snapshot(saved_pipeline) == before
-    assert not (workspace / "copy").exists() or snapshot(workspace / "copy")  # only the copy the probe made

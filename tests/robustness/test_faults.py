@@ -160,3 +160,25 @@ def test_sigkill_of_spacy_train_mid_epoch_keeps_the_last_saved_pipeline(workspac
     for name in ("model-last", "model-best"):
         nlp = spacy.load(workspace / "trained" / name)
         assert nlp("The bank of the river .")._.elmo is not None
+
+
+def test_a_run_keeps_the_files_it_did_not_write_in_its_output_directory(workspace, reference_dir, dead_pid):
+    """Only its own outputs' temporary files of dead processes are a run's to remove."""
+    from ..cli.test_pretrain import FAST
+
+    run = workspace / "out"
+    run.mkdir()
+    kept = [
+        run / f".mydata.{dead_pid}-draft.tmp",  # looks like a temporary file, is the user's
+        run / f".notes.txt.spacy-elmo-{dead_pid}@{output_files._host()}-abcd1234.tmp",  # not a run output's name
+        run / "notes.txt",
+    ]
+    for path in kept:
+        path.write_text("the user's", encoding="utf8")
+    done = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "pretrain", "pretrain.cfg", "out",
+         "--paths.train", str(reference_dir / "bilm-tf" / "train" / "data.txt"), "--training.max_steps", "2", *FAST],
+        cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(path.read_text(encoding="utf8") == "the user's" for path in kept)

@@ -59,6 +59,7 @@ SERVERS = [
     ("a body that never ends", _handler(_endless), None, "sent more than 1,048,576 bytes"),
     ("a body one byte at a time", _handler(_slow), None, "took longer than 0.5 s"),
     ("no server", "closed", None, "Could not download"),
+    ("no server, a password in the base URL", "closed-with-password", None, "http://***@127.0.0.1"),
 ]
 
 
@@ -72,11 +73,12 @@ def test_a_hostile_server_gives_one_line_and_leaves_nothing(
         _layout(served, allennlp_model_dir, **layout)
     monkeypatch.setenv("SPACY_ELMO_CACHE", str(workspace / "cache"))
     monkeypatch.setattr(download_module, "DEADLINE_S", 0.5)
-    probe = Probe(name, lambda ws: ["embed", "text.txt", "out.hdf5", "--weights", "small"], message)
-    if handler in ("closed", "closed-redirect"):
+    probe = Probe(name, lambda ws: ["embed", "text.txt", "out.hdf5", "--weights", "small"], message, absent="s3cret")
+    if handler in ("closed", "closed-with-password", "closed-redirect"):
         target = closed_port_url()
-        if handler == "closed":
-            monkeypatch.setenv("SPACY_ELMO_BASE_URL", target)
+        if handler != "closed-redirect":
+            password = "alice:s3cret@" if handler == "closed-with-password" else ""
+            monkeypatch.setenv("SPACY_ELMO_BASE_URL", target.replace("http://", "http://" + password))
             run_probe(probe, workspace, capsys, monkeypatch)
             return
         handler = _redirect_to(target + "/elmo.hdf5")
