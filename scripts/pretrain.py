@@ -11,6 +11,9 @@ contents of the corpus files) in `OUTPUT_DIR/project_run.json`, then:
   directory to `OUTPUT_DIR.previous` (or `.previous.2`, ...: nothing is deleted) and starts afresh;
 - no checkpoint -> starts afresh.
 
+While another pretraining run holds OUTPUT_DIR, nothing is moved or written: one line
+names the other process.
+
 Usage: python scripts/pretrain.py CONFIG OUTPUT_DIR [any `spacy_elmo pretrain` options]
 """
 import glob
@@ -23,6 +26,8 @@ from typing import List
 
 from wasabi import msg
 
+from spacy_elmo.directory_lock import hold_directory
+from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.output_files import atomic_output_path
 
 CHECKPOINT_NAME = "checkpoint.pt"  # spacy_elmo.pretraining.checkpoint.CHECKPOINT_NAME
@@ -64,6 +69,25 @@ def main(argv: List[str]) -> int:
     for option, value in zip(args, args[1:]):
         if option in CORPUS_OPTIONS and not (Path(value).exists() or corpus_files(value)):
             msg.fail(f"{option}: {value} does not exist (run the convert step first, or fix the var)", exits=1)
+    try:
+        with hold_directory(output_dir, what="pretraining run"):  # released for the command, which holds it again
+            resume = _prepare(config_path, output_dir, args)
+    except SpacyElmoError as err:
+        print(f"✘ {err}", file=sys.stderr)  # one unwrapped line
+        return 1
+    command = [sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir), *args]
+    if resume:
+        command.append("--resume")
+    print("Running command:", " ".join(command), flush=True)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        msg.warn("Interrupted: run the workflow again to resume from the last checkpoint")
+        return 130
+
+
+def _prepare(config_path: Path, output_dir: Path, args: List[str]) -> bool:
+    """Move a different run aside and record this one; True when it resumes."""
     signature = run_signature(config_path, args)
     record_path = output_dir / RUN_RECORD_NAME
     resume = False
@@ -79,15 +103,7 @@ def main(argv: List[str]) -> int:
     output_dir.mkdir(parents=True, exist_ok=True)
     with atomic_output_path(record_path) as tmp:
         tmp.write_text(json.dumps({"signature": signature, "config": str(config_path), "args": args}, indent=2) + "\n")
-    command = [sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir), *args]
-    if resume:
-        command.append("--resume")
-    print("Running command:", " ".join(command), flush=True)
-    try:
-        return subprocess.call(command)
-    except KeyboardInterrupt:
-        msg.warn("Interrupted: run the workflow again to resume from the last checkpoint")
-        return 130
+    return resume
 
 
 def _free_name(path: Path) -> Path:
