@@ -19,7 +19,9 @@ Writes OUTPUT_DIR/train.txt and OUTPUT_DIR/heldout.txt (one paragraph per line).
 files, so that they and the perplexities measured on them do not change. Its last 100 articles
 go to OUTPUT_DIR/heldout_more.txt; with `--continue-file NAME`, OUTPUT_DIR/NAME holds its other
 paragraphs (shuffled) followed by the whole shuffled training pool: a run over it reads the
-unread text first, and its further passes read everything.
+unread text first, and its further passes read everything. With `--mix-continue` the unread text
+and the pool are shuffled together instead, so that every stretch of the run mixes Wikipedia with
+books, speeches and Stack Exchange as the held-out split does.
 """
 import argparse
 import csv
@@ -68,6 +70,7 @@ def main() -> None:
     parser.add_argument("--train-words", type=int, default=16_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--continue-file", default=None, help="also write the unread text, then the pool, here")
+    parser.add_argument("--mix-continue", action="store_true", help="shuffle the unread text into the pool")
     args = parser.parse_args()
     raw = args.raw_text
     splits = {
@@ -107,7 +110,10 @@ def main() -> None:
     args.output.mkdir(parents=True, exist_ok=True)
     outputs = [("train.txt", kept), ("heldout.txt", heldout), ("heldout_more.txt", more_heldout)]
     if args.continue_file:
-        outputs.append((args.continue_file, more_train + train))
+        continued = more_train + train
+        if args.mix_continue:
+            random.Random(args.seed + 2).shuffle(continued)
+        outputs.append((args.continue_file, continued))
     for name, lines in outputs:
         with atomic_output_path(args.output / name) as tmp:
             tmp.write_text("\n".join(lines) + "\n", encoding="utf8")
