@@ -1,10 +1,11 @@
-"""Baseline vs ELMo: a Markdown table and a PNG chart from `spacy evaluate` JSON files.
+"""The pipelines side by side: a Markdown table and a PNG chart from `spacy evaluate` JSON files.
 
-Reads `<metrics_dir>/{ud,ner}_{baseline,elmo}.json` (whichever pairs exist) and,
-optionally, the pretraining log (`metrics.jsonl` of `python -m spacy_elmo
-pretrain`). Writes `compare.md` (per task and metric: baseline, ELMo, difference;
-plus the final held-out perplexity) and `compare.png` (bars per metric, and the
-pretraining perplexity curve).
+Reads `<metrics_dir>/{ud,ner}_{baseline,vectors,elmo,elmo_vectors}.json` (the baseline and
+whichever others exist) and, optionally, the pretraining log (`metrics.jsonl` of `python -m
+spacy_elmo pretrain`). Writes `compare.md` (per task and metric: each pipeline's score and its
+difference from the baseline; words/s and the seconds each 1,000 words cost; the final held-out
+perplexity) and `compare.png` (per task, each pipeline as a point of its main score against its
+speed: the cost/benefit frontier to choose from; and the pretraining perplexity curve).
 """
 import json
 from pathlib import Path
@@ -17,15 +18,18 @@ from spacy_elmo.figures import agg_pyplot, save_figure
 
 from spacy_elmo.output_files import atomic_output_path
 
-# (task file prefix, task name, [(score key, label)]): the keys `spacy evaluate` writes.
-TASKS: List[Tuple[str, str, List[Tuple[str, str]]]] = [
+# (task file prefix, task name, [(score key, label)], the main score's key): keys of `spacy evaluate`.
+TASKS: List[Tuple[str, str, List[Tuple[str, str]], str]] = [
     ("ud", "UD English-EWT", [
         ("pos_acc", "UPOS"), ("tag_acc", "XPOS"), ("morph_acc", "Morph"),
         ("dep_uas", "UAS"), ("dep_las", "LAS"),
-    ]),
-    ("ner", "NER", [("ents_p", "NER P"), ("ents_r", "NER R"), ("ents_f", "NER F")]),
+    ], "dep_las"),
+    ("ner", "NER", [("ents_p", "NER P"), ("ents_r", "NER R"), ("ents_f", "NER F")], "ents_f"),
 ]
-SYSTEMS = ("baseline", "elmo")
+# (file suffix, column label), the baseline first: every difference is taken from it.
+SYSTEMS: List[Tuple[str, str]] = [
+    ("baseline", "baseline (CNN)"), ("vectors", "+ vectors"), ("elmo", "+ ELMo"), ("elmo_vectors", "+ ELMo + vectors"),
+]
 
 Row = Dict[str, Any]
 
@@ -39,20 +43,19 @@ def read_json(path: Path) -> Dict[str, Any]:
 
 
 def collect_rows(metrics_dir: Path) -> List[Row]:
-    """One row per (task, metric) that both systems report."""
+    """One row per (task, metric) with the score of each pipeline evaluated for the task
+    (``row["scores"]``: system -> value), when the baseline and at least one other were."""
     rows: List[Row] = []
-    for prefix, task, metrics in TASKS:
-        paths = {system: metrics_dir / f"{prefix}_{system}.json" for system in SYSTEMS}
-        if not all(path.exists() for path in paths.values()):
+    for prefix, task, metrics, main_key in TASKS:
+        paths = {system: metrics_dir / f"{prefix}_{system}.json" for system, _ in SYSTEMS}
+        present = [system for system, path in paths.items() if path.exists()]
+        if "baseline" not in present or len(present) < 2:
             continue
-        scores = {system: read_json(path) for system, path in paths.items()}
-        for key, label in metrics:
-            values = [scores[system].get(key) for system in SYSTEMS]
-            if all(isinstance(v, (int, float)) for v in values):
-                rows.append({"task": task, "metric": label, "key": key, "baseline": values[0], "elmo": values[1]})
-        speeds = [scores[system].get("speed") for system in SYSTEMS]
-        if all(isinstance(v, (int, float)) for v in speeds):
-            rows.append({"task": task, "metric": "words/s", "key": "speed", "baseline": speeds[0], "elmo": speeds[1]})
+        scores = {system: read_json(paths[system]) for system in present}
+        for key, label in [*metrics, ("speed", "words/s")]:
+            values = {system: scores[system].get(key) for system in present}
+            if all(isinstance(v, (int, float)) for v in values.values()):
+                rows.append({"task": task, "metric": label, "key": key, "main": key == main_key, "scores": values})
     return rows
 
 
@@ -77,22 +80,33 @@ def format_value(key: str, value: float) -> str:
     return f"{value:,.0f}" if key == "speed" else f"{100 * value:.2f}"
 
 
+def _cell(row: Row, system: str) -> str:
+    value, base = row["scores"].get(system), row["scores"]["baseline"]
+    if value is None:
+        return "–"
+    if system == "baseline":
+        return format_value(row["key"], value)
+    if row["key"] == "speed":
+        return f"{value:,.0f} ({value / base:.2f}×)" if base else f"{value:,.0f}"
+    return f"{format_value(row['key'], value)} ({100 * (value - base):+.2f})"
+
+
 def markdown_table(rows: List[Row], dev_log: List[Row], title: str) -> str:
     lines = [f"## {title}", ""]
     if rows:
-        lines += ["| Task | Metric | Baseline (CNN tok2vec) | ELMo | Δ |", "|---|---|---:|---:|---:|"]
+        systems = [(system, label) for system, label in SYSTEMS if any(system in row["scores"] for row in rows)]
+        lines += ["| Task | Metric | " + " | ".join(label for _, label in systems) + " |",
+                  "|---|---|" + "---:|" * len(systems)]
         for row in rows:
+            lines.append(f"| {row['task']} | {row['metric']} | " + " | ".join(_cell(row, s) for s, _ in systems) + " |")
             if row["key"] == "speed":
-                delta = f"{row['elmo'] / row['baseline']:.2f}×" if row["baseline"] else "n/a"
-            else:
-                delta = f"{100 * (row['elmo'] - row['baseline']):+.2f}"
-            lines.append(
-                f"| {row['task']} | {row['metric']} | {format_value(row['key'], row['baseline'])} "
-                f"| {format_value(row['key'], row['elmo'])} | {delta} |"
-            )
-        lines += ["", "Scores are percentages on the dev set (`spacy evaluate --gold-preproc`: gold tokens and sentences); Δ = ELMo − baseline."]
+                costs = [f"{1000 / row['scores'][s]:.3f} s" if row["scores"].get(s) else "–" for s, _ in systems]
+                lines.append(f"| {row['task']} | s per 1,000 words | " + " | ".join(costs) + " |")
+        lines += ["", "Scores are percentages on the dev set (`spacy evaluate --gold-preproc`: gold tokens and "
+                  "sentences), in parentheses the difference from the baseline; words/s as `spacy evaluate` "
+                  "measures it, on this machine."]
     else:
-        lines.append("No metrics pairs found.")
+        lines.append("No metrics found.")
     if dev_log:
         last = dev_log[-1]
         parts = [f"{last['dev_perplexity']:.1f} (average)"]
@@ -107,23 +121,33 @@ def markdown_table(rows: List[Row], dev_log: List[Row], title: str) -> str:
 
 
 def draw_chart(rows: List[Row], train_log: List[Row], dev_log: List[Row], path: Path, title: str) -> None:
+    """Per task, each pipeline's main score against its words/s; then the pretraining curve, if any."""
     pyplot = agg_pyplot()
-    scored = [row for row in rows if row["key"] != "speed"]
-    figure, (bars, curve) = pyplot.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
-    width = 0.38
-    positions = list(range(len(scored)))
-    for offset, system, label in ((-width / 2, "baseline", "baseline (CNN tok2vec)"), (width / 2, "elmo", "ELMo")):
-        values = [100 * row[system] for row in scored]
-        drawn = bars.bar([p + offset for p in positions], values, width, label=label)
-        bars.bar_label(drawn, fmt="%.1f", fontsize=7, padding=2)
-    bars.set_xticks(positions)
-    bars.set_xticklabels([row["metric"] for row in scored])
-    bars.set_ylabel("dev score (%)")
-    bars.set_ylim(0, 115)
-    bars.set_title(f"Baseline vs ELMo: {title}")
-    bars.legend(loc="upper center", ncols=2)
-    bars.grid(True, axis="y", alpha=0.3)
-    if train_log or dev_log:
+    tasks = [task for _, task, _, _ in TASKS if any(row["task"] == task for row in rows)]
+    has_log = bool(train_log or dev_log)
+    n_panels = len(tasks) + has_log
+    figure, axes = pyplot.subplots(1, n_panels, figsize=(5.2 * n_panels, 4.6), squeeze=False)
+    axes = list(axes[0])
+    labels = dict(SYSTEMS)
+    for axis, task in zip(axes, tasks):
+        main = next((row for row in rows if row["task"] == task and row["main"]), None)
+        speed = next((row for row in rows if row["task"] == task and row["key"] == "speed"), None)
+        if main is None or speed is None:
+            axis.axis("off")
+            continue
+        for index, (system, _) in enumerate(SYSTEMS):  # one colour per pipeline in every panel
+            if system in main["scores"]:
+                x, y = speed["scores"][system], 100 * main["scores"][system]
+                axis.scatter([x], [y], s=70, color=f"C{index}", label=f"{labels[system]}: {y:.1f}, {x:,.0f} words/s")
+        axis.legend(fontsize=8, loc="best")
+        axis.set_xscale("log")
+        axis.set_xlabel("words/s (spacy evaluate, log scale)")
+        axis.set_ylabel(f"dev {main['metric']} (%)")
+        axis.set_title(f"{task}: accuracy against speed")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.margins(x=0.3, y=0.3)
+    if has_log:
+        curve = axes[-1]
         if train_log:
             curve.plot([r["step"] for r in train_log], [r["train_perplexity"] for r in train_log], label="training", alpha=0.8)
         if dev_log:
@@ -134,23 +158,21 @@ def draw_chart(rows: List[Row], train_log: List[Row], dev_log: List[Row], path: 
         curve.legend()
         curve.grid(True, which="both", alpha=0.3)
         curve.set_title("biLM pretraining")
-    else:
-        curve.axis("off")
-        curve.text(0.5, 0.5, "no pretraining log\n(a given biLM was used)", ha="center", va="center")
+    figure.suptitle(title)
     figure.tight_layout()
     save_figure(figure, path, dpi=100)
 
 
 def main(
-    metrics_dir: Path = typer.Argument(..., help="Directory with {ud,ner}_{baseline,elmo}.json"),
+    metrics_dir: Path = typer.Argument(..., help="Directory with {ud,ner}_{baseline,vectors,elmo,elmo_vectors}.json"),
     pretrain_log: Optional[Path] = typer.Option(None, "--pretrain-log", help="metrics.jsonl of the pretraining run"),
     title: str = typer.Option("dev set", "--title", help="Names the data in the table and chart"),
 ) -> None:
     rows = collect_rows(metrics_dir)
     if not rows:
         msg.fail(
-            f"No baseline/ELMo metrics pairs in {metrics_dir} (expected ud_baseline.json + ud_elmo.json "
-            "and/or ner_baseline.json + ner_elmo.json): run the evaluate step first",
+            f"No metrics to compare in {metrics_dir} (expected ud_baseline.json or ner_baseline.json and at "
+            "least one of *_vectors.json, *_elmo.json, *_elmo_vectors.json): run the evaluate step first",
             exits=1,
         )
     train_log, dev_log = read_pretraining_log(pretrain_log)

@@ -8,7 +8,15 @@ import spacy
 from spacy.util import load_config, load_model_from_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-PAIRS = [("ud_baseline.cfg", "ud_elmo.cfg"), ("ner_baseline.cfg", "ner_elmo.cfg")]
+PAIRS = [
+    ("ud_baseline.cfg", "ud_elmo.cfg"), ("ner_baseline.cfg", "ner_elmo.cfg"),
+    ("ud_vectors.cfg", "ud_elmo_vectors.cfg"), ("ner_vectors.cfg", "ner_elmo_vectors.cfg"),
+]
+# Each vectors config and the config it adds static vectors to.
+WITH_VECTORS = [
+    ("ud_baseline.cfg", "ud_vectors.cfg"), ("ud_elmo.cfg", "ud_elmo_vectors.cfg"),
+    ("ner_baseline.cfg", "ner_vectors.cfg"), ("ner_elmo.cfg", "ner_elmo_vectors.cfg"),
+]
 
 
 @pytest.mark.parametrize("name", [name for pair in PAIRS for name in pair])
@@ -39,6 +47,31 @@ def test_elmo_config_is_the_baseline_plus_elmo(baseline_name, elmo_name):
         n_listeners += _unwrap_elmo_listeners(component, expected)
         assert component == expected, name
     assert n_listeners > 0
+
+
+@pytest.mark.parametrize("plain_name,vectors_name", WITH_VECTORS)
+def test_vectors_config_is_its_config_plus_static_vectors(plain_name, vectors_name):
+    plain = load_config(CONFIGS / plain_name, interpolate=False)
+    with_vectors = load_config(CONFIGS / vectors_name, interpolate=False)
+    assert with_vectors["initialize"]["vectors"] == "${paths.vectors}"
+    switches = _static_vector_switches(with_vectors)
+    assert switches == ["components.tok2vec.model.embed" + ("" if "elmo" not in plain_name else ".token_embedding")]
+    for path in switches:
+        section = with_vectors
+        for key in path.split("."):
+            section = section[key]
+        assert section["include_static_vectors"] is True
+        section["include_static_vectors"] = False
+    assert with_vectors == plain
+
+
+def _static_vector_switches(config: dict, prefix: str = "") -> list:
+    """The dotted paths of the sections that set include_static_vectors = true."""
+    found = [prefix.rstrip(".")] if config.get("include_static_vectors") is True else []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            found += _static_vector_switches(value, f"{prefix}{key}.")
+    return found
 
 
 def _unwrap_elmo_listeners(elmo_section: dict, baseline_section: dict) -> int:

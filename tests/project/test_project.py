@@ -22,7 +22,8 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     assert result.returncode == 0, output_of(result)[-6000:]
 
     metrics = project_dir / "metrics" / "sample"
-    expected = [metrics / f"{task}_{system}.json" for task in ("ud", "ner") for system in ("baseline", "elmo")]
+    systems = ("baseline", "vectors", "elmo", "elmo_vectors")
+    expected = [metrics / f"{task}_{system}.json" for task in ("ud", "ner") for system in systems]
     assert not missing(expected + [metrics / "compare.md", metrics / "compare.png"])
     ud_elmo = json.loads((metrics / "ud_elmo.json").read_text())
     ner_elmo = json.loads((metrics / "ner_elmo.json").read_text())
@@ -32,6 +33,8 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
 
     table = (metrics / "compare.md").read_text()
     assert "| UD English-EWT | LAS |" in table and "| NER | NER F |" in table
+    assert "| Task | Metric | baseline (CNN) | + vectors | + ELMo | + ELMo + vectors |" in table
+    assert (project_dir / "vectors" / "sample" / "spacy" / "vocab" / "vectors").exists()
     assert "held-out perplexity" in table  # from the pretraining log
     chart = (metrics / "compare.png").read_bytes()
     assert chart.startswith(PNG_MAGIC) and len(chart) > 10_000
@@ -59,7 +62,7 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     # Nothing changed: a second run skips every step that has outputs.
     again = project_run(project_dir, "all", overrides)
     assert again.returncode == 0, output_of(again)[-3000:]
-    for step in ("adapt", "train-elmo", "evaluate", "package"):
+    for step in ("vectors", "adapt", "train-elmo", "evaluate", "package"):
         assert f"Skipping '{step}': nothing changed" in again.stdout
 
 

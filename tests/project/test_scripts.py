@@ -128,9 +128,12 @@ def test_split_text_holds_out_every_nth_line_up_to_a_cap(tmp_path: Path):
 
 
 def test_compare_table_and_chart(tmp_path: Path):
+    systems = (("baseline", 0.5, 2000.0), ("vectors", 0.55, 1900.0), ("elmo", 0.625, 1000.0), ("elmo_vectors", 0.65, 950.0))
     for task, keys in (("ud", ("tag_acc", "dep_uas", "dep_las")), ("ner", ("ents_p", "ents_r", "ents_f"))):
-        for system, value in (("baseline", 0.5), ("elmo", 0.625)):
-            (tmp_path / f"{task}_{system}.json").write_text(json.dumps({**{k: value for k in keys}, "speed": 1000.0}))
+        for system, value, speed in systems:
+            if task == "ner" and system == "elmo_vectors":
+                continue  # a pipeline not evaluated is left out, not an error
+            (tmp_path / f"{task}_{system}.json").write_text(json.dumps({**{k: value for k in keys}, "speed": speed}))
     log = tmp_path / "metrics.jsonl"
     log.write_text(
         "\n".join(json.dumps(r) for r in [
@@ -144,9 +147,14 @@ def test_compare_table_and_chart(tmp_path: Path):
         ("UD English-EWT", "XPOS"), ("UD English-EWT", "UAS"), ("UD English-EWT", "LAS"),
         ("NER", "NER P"), ("NER", "NER R"), ("NER", "NER F"),
     ]
+    assert [r["metric"] for r in rows if r["main"]] == ["LAS", "NER F"]
     train, dev = compare.read_pretraining_log(log)
     table = compare.markdown_table(rows, dev, "test")
-    assert "| UD English-EWT | LAS | 50.00 | 62.50 | +12.50 |" in table
+    assert "| Task | Metric | baseline (CNN) | + vectors | + ELMo | + ELMo + vectors |" in table
+    assert "| UD English-EWT | LAS | 50.00 | 55.00 (+5.00) | 62.50 (+12.50) | 65.00 (+15.00) |" in table
+    assert "| NER | NER F | 50.00 | 55.00 (+5.00) | 62.50 (+12.50) | – |" in table
+    assert "| UD English-EWT | words/s | 2,000 | 1,900 (0.95×) | 1,000 (0.50×) | 950 (0.47×) |" in table
+    assert "| UD English-EWT | s per 1,000 words | 0.500 s | 0.526 s | 1.000 s | 1.053 s |" in table
     assert "held-out perplexity at step 10: 400.0 (average), 390.0 (forward), 410.0 (backward), from 900.0 at step 0" in table
     compare.draw_chart(rows, train, dev, tmp_path / "compare.png", "test")
     assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
@@ -221,3 +229,41 @@ def test_the_pretrain_wrapper_leaves_a_directory_in_use_alone(tmp_path, capsys):
     assert len(lines) == 1 and f"{out} is in use by another pretraining run (process {holder.pid}" in lines[0]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "pretrain.cfg"]
     assert [path.name for path in out.iterdir()] == ["checkpoint.pt"]
+
+
+def test_train_vectors_writes_floret_vectors_that_spacy_loads(tmp_path: Path):
+    import subprocess
+    import sys
+
+    train_vectors = load_script("train_vectors")
+    text = tmp_path / "raw.txt"
+    text.write_text("The bank of the river was muddy.\nShe went to the bank to get money.\n" * 50, encoding="utf8")
+    floret_file = tmp_path / "vectors.floret"
+    args = [str(text), str(floret_file), "--dim", "8", "--bucket", "500", "--epochs", "1", "--min-count", "1", "--threads", "1"]
+    assert train_vectors.main(args) == 0
+    rows, dim, *_ = floret_file.read_text(encoding="utf8").splitlines()[0].split()
+    assert (int(rows), int(dim)) == (500, 8)
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".")]  # no temporary files left
+    done = subprocess.run([sys.executable, "-m", "spacy", "init", "vectors", "en", str(floret_file), str(tmp_path / "spacy"),
+                           "--mode", "floret"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    nlp = spacy.load(tmp_path / "spacy")
+    assert nlp.vocab.vectors.shape == (500, 8) and nlp("riverbank")[0].has_vector  # floret: any word has a vector
+
+
+@pytest.mark.parametrize("args,message", [
+    (["missing.txt", "out.floret"], "Raw text not found: missing.txt"),
+    (["raw.txt", "raw.txt"], "is the input raw.txt"),
+    (["raw.txt", "out.floret", "--dim", "0"], "--dim must be at least 1, got 0"),
+    (["empty.txt", "out.floret"], "empty.txt: no text to train vectors on"),
+])
+def test_train_vectors_refuses_bad_input_with_one_line(tmp_path: Path, monkeypatch, capsys, args, message):
+    train_vectors = load_script("train_vectors")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw.txt").write_text("some words here\n", encoding="utf8")
+    (tmp_path / "empty.txt").write_text("\n\n", encoding="utf8")
+    before = sorted(path.name for path in tmp_path.iterdir())
+    assert train_vectors.main(args) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert sorted(path.name for path in tmp_path.iterdir()) == before
