@@ -1,6 +1,7 @@
 """ELMo (Peters et al. 2018) for spaCy: the biLM in PyTorch, original weights, pipeline components."""
 from .about import __version__
 from .models.pytorch.bilm import BiLMOutput, ElmoBiLM
+from .models.pytorch.char_ids import batch_to_char_ids
 from .models.pytorch.embedder import ElmoEmbedder
 from .models.pytorch.options import BiLMOptions
 from .models.pytorch.original_format import load_bilm, save_bilm
@@ -8,5 +9,5 @@ from .models.pytorch.scalar_mix import ScalarMix
 
 __all__ = [
     "__version__", "BiLMOptions", "BiLMOutput", "ElmoBiLM", "ElmoEmbedder", "ScalarMix",
-    "load_bilm", "save_bilm",
+    "batch_to_char_ids", "load_bilm", "save_bilm",
 ]

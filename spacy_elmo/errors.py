@@ -16,6 +16,13 @@ class OptionsError(SpacyElmoError, ValueError):
     """`options.json` is missing a key or holds an invalid value."""
 
 
+class SettingsError(OptionsError):
+    """A setting of a component, layer or command holds an invalid value.
+
+    A subclass of :class:`OptionsError`, so code that catches that still catches these.
+    """
+
+
 class WeightsError(SpacyElmoError, ValueError):
     """A weights file does not match its options (missing dataset, wrong shape)."""
 

@@ -20,7 +20,7 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
 from torch import Tensor
 
-from ..errors import OptionsError, WeightsError
+from ..errors import SettingsError, WeightsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.batching import length_sorted_batches
@@ -72,9 +72,9 @@ def build_bilm_layer_v1(
     *Output:* per Doc, *Shape:* ``(n_layers, n_tokens, width)``.
     """
     if size is not None and weights_loader is not None:
-        raise OptionsError("Give the biLM a `size` or a `weights_loader`, not both")
+        raise SettingsError("Give the biLM a `size` or a `weights_loader`, not both")
     if batch_size < 1 or max_batch_tokens < 1:
-        raise OptionsError("batch_size and max_batch_tokens must be positive")
+        raise SettingsError("batch_size and max_batch_tokens must be positive")
     model: BiLMModelT = Model(
         "elmo_bilm",
         bilm_layer_forward,
@@ -89,7 +89,7 @@ def build_bilm_layer_v1(
     )
     if size is not None:
         if size not in NAMED_SIZES:
-            raise OptionsError(f"Unknown biLM size {size!r}; choose from {', '.join(NAMED_SIZES)}")
+            raise SettingsError(f"Unknown biLM size {size!r}; choose from {', '.join(NAMED_SIZES)}")
         set_bilm(model, ElmoBiLM(NAMED_SIZES[size]))
     return model
 

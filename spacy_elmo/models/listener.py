@@ -13,7 +13,7 @@ from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
 from ..doc_data import doc_data
-from ..errors import OptionsError
+from ..errors import SettingsError
 from .task_head import build_task_head, set_task_head_dims, zero_layers
 from .gradients import scale_gradients
 from .types import LayersBackpropT, ScalarMixModelT, TaskHeadModelT, Tok2VecModelT
@@ -137,7 +137,7 @@ def _doc_layers(model: ElmoListener, docs: List[Doc], *, required: bool) -> List
     annotated = [doc_data(doc) for doc in docs]
     missing = [doc for doc, data in zip(docs, annotated) if data is None]
     if missing and required:
-        raise OptionsError(
+        raise SettingsError(
             "An ELMo listener found no doc._.elmo in training: the elmo component was not "
             "updated with this batch. If it is in [training] frozen_components, also add it "
             "to annotating_components (the biLM is frozen by default anyway: the component's "

@@ -13,7 +13,7 @@ import torch
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d, Floats3d
 
-from ..errors import OptionsError
+from ..errors import SettingsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.scalar_mix import ScalarMix
@@ -52,9 +52,9 @@ def build_scalar_mix_v1(
     Doc, *Shape:* ``(n_tokens, width)``.
     """
     if l2_penalty < 0:
-        raise OptionsError(f"l2_penalty must not be negative, got {l2_penalty}")
+        raise SettingsError(f"l2_penalty must not be negative, got {l2_penalty}")
     if initial_weights is not None and n_layers is not None and len(initial_weights) != n_layers:
-        raise OptionsError(
+        raise SettingsError(
             f"initial_weights has {len(initial_weights)} values, but n_layers is {n_layers}"
         )
     settings = {
@@ -82,7 +82,7 @@ def set_mix_dims(model: ScalarMixModelT, n_layers: int, width: int) -> None:
     for name, value, what in (("nL", n_layers, "layers"), ("nO", width, "features per layer")):
         current = model.maybe_get_dim(name)
         if current is not None and current != value:
-            raise OptionsError(
+            raise SettingsError(
                 f"The scalar mix was built for {current} {what}, but its biLM gives {value} "
                 f"(n_layers in the mix config can be null: it then follows the biLM)"
             )
@@ -118,7 +118,7 @@ def init_scalar_mix(
         set_mix_dims(model, X[0].shape[0], X[0].shape[2])
     n_layers = model.maybe_get_dim("nL")
     if n_layers is None:
-        raise OptionsError(
+        raise SettingsError(
             "The scalar mix does not know how many biLM layers to mix: link it to an "
             "initialized elmo component (a listener), or set n_layers"
         )
@@ -181,7 +181,7 @@ def _offsets(lengths: List[int]) -> List[int]:
 def _require_mix(model: ScalarMixModelT) -> ScalarMix:
     mix = get_mix(model)
     if mix is None:
-        raise OptionsError("The scalar mix is not initialized yet (call nlp.initialize)")
+        raise SettingsError("The scalar mix is not initialized yet (call nlp.initialize)")
     return mix
 
 

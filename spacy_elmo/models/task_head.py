@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from thinc.api import Maxout, Model, with_array
 from thinc.types import Floats2d, Floats3d
 
-from ..errors import OptionsError
+from ..errors import SettingsError
 from .scalar_mix import set_mix_dims
 from .types import TaskHeadInT, TaskHeadModelT, ScalarMixModelT, Tok2VecModelT
 
@@ -58,7 +58,7 @@ def zero_layers(model: TaskHeadModelT, docs: List[Doc]) -> List[Floats3d]:
     mixer = model.get_ref("mixer")
     n_layers, width = mixer.maybe_get_dim("nL"), mixer.maybe_get_dim("nO")
     if n_layers is None or width is None:
-        raise OptionsError(
+        raise SettingsError(
             "This ELMo listener does not know its biLM's size yet: put the elmo component "
             "before the components that listen to it and initialize it first (with its "
             "weights_loader), or load a trained pipeline"
@@ -77,7 +77,7 @@ def init_task_head(
         token_embedding.initialize(X=docs)
         if not token_embedding.has_dim("nO"):
             if not docs:
-                raise OptionsError("The width of the ELMo listener's token embedding is unknown")
+                raise SettingsError("The width of the ELMo listener's token embedding is unknown")
             token_embedding.set_dim("nO", token_embedding.predict(docs[:1])[0].shape[1])
     set_task_head_dims(model, mixer.get_dim("nL"), mixer.get_dim("nO"))
     projection = model.maybe_get_ref("projection")

@@ -33,10 +33,10 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, doc_data, install_extensions
-from ..errors import OptionsError, SpacyElmoError, WeightsError, one_line
+from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
 from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_segment_cache, set_token_cache
 from ..models.gradients import no_gradient
-from ..models.inline import replace_listener, replace_listener_cfg
+from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
 from ..models.loaders import build_elmo_weights_loader_v1
 from ..models.segment_cache import SegmentCache
@@ -111,11 +111,11 @@ class ElmoComponent(TrainablePipe):
         precision: str = "fp32",
     ) -> None:
         if frozen_cache_mb < 0:
-            raise OptionsError(f"frozen_cache_mb must be 0 (off) or more, got {frozen_cache_mb}")
+            raise SettingsError(f"frozen_cache_mb must be 0 (off) or more, got {frozen_cache_mb}")
         if token_cache_size < 0:
-            raise OptionsError(f"token_cache_size must be 0 (off) or more, got {token_cache_size}")
+            raise SettingsError(f"token_cache_size must be 0 (off) or more, got {token_cache_size}")
         if doc_tensor is not None and doc_tensor not in DOC_TENSOR_MIXES:
-            raise OptionsError(
+            raise SettingsError(
                 f"doc_tensor must be one of {', '.join(DOC_TENSOR_MIXES)} or null, got {doc_tensor!r}"
             )
         install_extensions()

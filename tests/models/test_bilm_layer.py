@@ -5,7 +5,7 @@ import spacy
 import torch
 from spacy.tokens import Doc
 
-from spacy_elmo.errors import OptionsError, WeightsError
+from spacy_elmo.errors import SettingsError, WeightsError
 from spacy_elmo.models.bilm_layer import build_bilm_layer_v1, get_bilm, load_weights
 from spacy_elmo.models.loaders import build_original_weights_loader_v1
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
@@ -70,9 +70,9 @@ def test_size_builds_a_random_biLM_and_conflicts_are_errors(vocab, loader):
     model = _bilm_layer(size="fixture")
     assert model.get_dim("nO") == 32 and get_bilm(model) is not None
     assert model.predict([Doc(vocab, words=["x"])])[0].shape == (3, 1, 32)
-    with pytest.raises(OptionsError, match="not both"):
+    with pytest.raises(SettingsError, match="not both"):
         _bilm_layer(loader, size="fixture")
-    with pytest.raises(OptionsError, match="Unknown biLM size 'tiny'"):
+    with pytest.raises(SettingsError, match="Unknown biLM size 'tiny'"):
         _bilm_layer(size="tiny")
 
 

@@ -4,7 +4,7 @@ import pytest
 from spacy.ml.models.tok2vec import get_tok2vec_width
 
 from spacy_elmo.doc_data import ElmoDocData
-from spacy_elmo.errors import OptionsError
+from spacy_elmo.errors import SettingsError
 from spacy_elmo.models.listener import ElmoListener
 
 from ..pipeline.util import elmo_nlp, hash_embed_config, listener_config, train_examples
@@ -39,7 +39,7 @@ def test_width_is_known_once_linked_to_an_initialized_elmo(weights):
     nlp = elmo_nlp(weights, initialize=False)
     listener = nlp.get_pipe("tagger").model.get_ref("tok2vec")
     assert not listener.has_dim("nO")
-    with pytest.raises(OptionsError, match="does not know its biLM's size"):
+    with pytest.raises(SettingsError, match="does not know its biLM's size"):
         listener.initialize(X=[nlp.make_doc("a")])
     nlp.initialize(get_examples=lambda: train_examples(nlp))
     assert listener.get_dim("nO") == 32

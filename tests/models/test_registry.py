@@ -4,7 +4,7 @@ from spacy import registry
 from spacy.language import Language
 
 from spacy_elmo.models.bilm_layer import build_bilm_layer_v1
-from spacy_elmo.models.inline import build_tok2vec_elmo_v1
+from spacy_elmo.models.tok2vec_elmo import build_tok2vec_elmo_v1
 from spacy_elmo.models.listener import build_elmo_listener_v1
 from spacy_elmo.models.loaders import build_elmo_weights_loader_v1, build_original_weights_loader_v1
 from spacy_elmo.models.scalar_mix import build_scalar_mix_v1

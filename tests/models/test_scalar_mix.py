@@ -3,7 +3,7 @@ import numpy
 import pytest
 from thinc.api import SGD
 
-from spacy_elmo.errors import OptionsError
+from spacy_elmo.errors import SettingsError
 from spacy_elmo.models.scalar_mix import build_scalar_mix_v1, get_mix, mix_parameters, set_mix_dims
 
 RNG = numpy.random.default_rng(0)
@@ -113,18 +113,18 @@ def test_dropout_only_in_training():
 
 
 def test_sizes_from_config_or_biLM():
-    with pytest.raises(OptionsError, match="3 values, but n_layers is 4"):
+    with pytest.raises(SettingsError, match="3 values, but n_layers is 4"):
         build_scalar_mix_v1(n_layers=4, initial_weights=[0.0, 0.0, 0.0])
     unsized = build_scalar_mix_v1()
-    with pytest.raises(OptionsError, match="how many biLM layers"):
+    with pytest.raises(SettingsError, match="how many biLM layers"):
         unsized.initialize()
     fixed = build_scalar_mix_v1(n_layers=4)
-    with pytest.raises(OptionsError, match="built for 4 layers, but its biLM gives 3"):
+    with pytest.raises(SettingsError, match="built for 4 layers, but its biLM gives 3"):
         set_mix_dims(fixed, 3, 32)
     set_mix_dims(unsized, 3, 32)
     unsized.initialize()
     assert get_mix(unsized).n_layers == 3
-    with pytest.raises(OptionsError, match="l2_penalty"):
+    with pytest.raises(SettingsError, match="l2_penalty"):
         build_scalar_mix_v1(l2_penalty=-1.0)
 
 

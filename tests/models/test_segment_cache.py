@@ -78,9 +78,9 @@ def test_repeated_and_whitespace_sentences_come_back_identical(weights, one_torc
 def test_a_negative_cache_size_is_refused():
     import spacy
 
-    from spacy_elmo.errors import OptionsError
+    from spacy_elmo.errors import SettingsError
 
-    with pytest.raises(OptionsError, match="frozen_cache_mb must be 0"):
+    with pytest.raises(SettingsError, match="frozen_cache_mb must be 0"):
         spacy.blank("en").add_pipe("elmo", config={"frozen_cache_mb": -1})
 
 
@@ -102,7 +102,7 @@ def test_the_token_cache_gives_the_same_vectors_and_follows_new_weights(weights)
     import spacy
     import torch
 
-    from spacy_elmo.errors import OptionsError
+    from spacy_elmo.errors import SettingsError
 
     texts = ["The bank of the river .", "The bank lends money .", "A river bank ."]
     cached, plain = elmo_nlp(weights), elmo_nlp(weights, elmo_config={"token_cache_size": 0})
@@ -121,5 +121,5 @@ def test_the_token_cache_gives_the_same_vectors_and_follows_new_weights(weights)
     want = [doc._.elmo.layers for doc in plain.pipe(texts, batch_size=2)]
     for a, b in zip(got, want):
         numpy.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
-    with pytest.raises(OptionsError, match="token_cache_size must be 0"):
+    with pytest.raises(SettingsError, match="token_cache_size must be 0"):
         spacy.blank("en").add_pipe("elmo", config={"token_cache_size": -1})

@@ -13,6 +13,7 @@ from spacy.tokens import Doc
 import spacy_elmo.pipeline  # noqa: F401 (registers the component)
 from spacy_elmo.errors import SpacyElmoError
 
+from ..models.test_deferred_shim import _Payload, _state_bytes
 from ..pipeline.util import TEXTS
 from .conftest import snapshot
 
@@ -54,33 +55,17 @@ def _edit_state(data: bytes, edit) -> bytes:
     return srsly.msgpack_dumps(msg)
 
 
-def _torch_bytes(state) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    return buffer.getvalue()
-
-
-class _Payload:
-    """Unpickling this creates a file: code run by loading a pipeline."""
-
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
 def _pickled_state(inner, marker: Path) -> None:
     state = torch.load(io.BytesIO(inner["state"]), weights_only=True)
     state[next(iter(state))] = _Payload(str(marker))
-    inner["state"], inner["sha256"] = _torch_bytes(state), None
+    inner["state"], inner["sha256"] = _state_bytes(state), None
 
 
 def _nan_state(inner) -> None:
     state = torch.load(io.BytesIO(inner["state"]), weights_only=True)
     name = next(name for name, value in state.items() if value.is_floating_point())
     state[name] = torch.full_like(state[name], float("nan"))
-    inner["state"], inner["sha256"] = _torch_bytes(state), None
+    inner["state"], inner["sha256"] = _state_bytes(state), None
 
 
 def _pickle_probe(pipeline: Path, workspace: Path) -> None:

@@ -32,6 +32,17 @@ def _file_size_limit(n_bytes: int):
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (n_bytes, n_bytes))
 
 
+EMBED = [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"]
+
+
+def _text_and_previous_output(workspace: Path, line: str, times: int) -> Path:
+    """INPUT of `times` copies of `line`, and an OUTPUT from an earlier run (returned)."""
+    (workspace / "text.txt").write_text(line * times, encoding="utf8")
+    previous = workspace / "out.hdf5"
+    previous.write_bytes(b"the previous output")
+    return previous
+
+
 def _one_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip() and "sent/s" not in line and "step/s" not in line]
     assert len(lines) == 1 and lines[0].startswith("✘ ") and "Traceback" not in stderr, stderr
@@ -39,12 +50,9 @@ def _one_line(stderr: str) -> str:
 
 
 def test_a_file_size_limit_during_embed_is_one_line_and_keeps_the_previous_output(workspace):
-    (workspace / "text.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 3000, encoding="utf8")
-    previous = workspace / "out.hdf5"
-    previous.write_bytes(b"the previous output")
+    previous = _text_and_previous_output(workspace, "the quick brown fox jumps over the lazy dog\n", 3000)
     done = subprocess.run(
-        [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"],
-        cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
+        EMBED, cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
         preexec_fn=_file_size_limit(200_000),
     )
     assert done.returncode == 1
@@ -57,9 +65,7 @@ def test_space_running_out_while_embedding_is_one_line_and_keeps_the_previous_ou
     workspace, capsys, monkeypatch
 ):
     """The disk fills while the file is written (another program's writes): checked before each line."""
-    (workspace / "text.txt").write_text("a line of words\n" * 50, encoding="utf8")
-    previous = workspace / "out.hdf5"
-    previous.write_bytes(b"the previous output")
+    previous = _text_and_previous_output(workspace, "a line of words\n", 50)
     calls = {"n": 0}
     real = output_files.bytes_writable
 
@@ -94,12 +100,9 @@ def test_a_file_size_limit_at_a_checkpoint_keeps_the_previous_checkpoint(workspa
 
 
 def test_sigkill_while_embedding_keeps_the_previous_output(workspace):
-    (workspace / "text.txt").write_text("the cat sat on the mat\n" * 100_000, encoding="utf8")
-    previous = workspace / "out.hdf5"
-    previous.write_bytes(b"the previous output")
+    previous = _text_and_previous_output(workspace, "the cat sat on the mat\n", 100_000)
     process = subprocess.Popen(
-        [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"],
-        cwd=workspace, env=ONE_THREAD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        EMBED, cwd=workspace, env=ONE_THREAD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 120
@@ -113,10 +116,7 @@ def test_sigkill_while_embedding_keeps_the_previous_output(workspace):
     assert previous.read_bytes() == b"the previous output"
     # The next run removes what the killed one left.
     (workspace / "text.txt").write_text("the cat sat on the mat\n", encoding="utf8")
-    done = subprocess.run(
-        [sys.executable, "-m", "spacy_elmo", "embed", "text.txt", "out.hdf5", "--weights", "model"],
-        cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300,
-    )
+    done = subprocess.run(EMBED, cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert not list(workspace.glob(".*.tmp"))
 
@@ -182,3 +182,16 @@ def test_a_run_keeps_the_files_it_did_not_write_in_its_output_directory(workspac
     )
     assert done.returncode == 0, done.stderr
     assert all(path.read_text(encoding="utf8") == "the user's" for path in kept)
+
+
+def test_one_very_long_line_keeps_embed_memory_bounded(workspace):
+    """A 100,000-token line is encoded in windows: its peak memory is about a short line's."""
+    def peak_rss_mb(line: str, times: int) -> float:
+        _text_and_previous_output(workspace, line, times)
+        done = subprocess.run(EMBED, cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
+
+    short = peak_rss_mb("a short line\n", 1)
+    long = peak_rss_mb("word " * 100_000 + "\n", 1)
+    assert long - short < 150, (short, long)  # unwindowed, this line took about 640 MB more

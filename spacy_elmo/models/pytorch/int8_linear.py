@@ -14,7 +14,7 @@ from typing import Dict, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ...errors import OptionsError
+from ...errors import SettingsError
 
 PRECISIONS = ("fp32", "int8")
 MIN_ROWS = 8
@@ -31,9 +31,9 @@ def int8_available() -> bool:
 def check_precision(precision: str) -> None:
     """One clear line for a precision this machine cannot run."""
     if precision not in PRECISIONS:
-        raise OptionsError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+        raise SettingsError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
     if precision == "int8" and not int8_available():
-        raise OptionsError(
+        raise SettingsError(
             "precision 'int8' needs a CPU with int8 dot-product instructions (AVX512-VNNI or AVX-VNNI) "
             "and PyTorch's x86 quantized engine; this machine has not both: use precision 'fp32'"
         )

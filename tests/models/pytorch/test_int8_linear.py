@@ -3,7 +3,7 @@ and one clear line where the machine cannot run it."""
 import pytest
 import torch
 
-from spacy_elmo.errors import OptionsError
+from spacy_elmo.errors import SettingsError
 from spacy_elmo.models.pytorch import int8_linear
 from spacy_elmo.models.pytorch.bilm import ElmoBiLM
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
@@ -67,9 +67,9 @@ def test_int8_bilm_vectors_are_near_fp32_and_the_token_layer_exact():
 
 
 def test_unknown_or_unsupported_precision_is_one_line(monkeypatch):
-    with pytest.raises(OptionsError, match="precision must be one of 'fp32', 'int8', got 'int4'"):
+    with pytest.raises(SettingsError, match="precision must be one of 'fp32', 'int8', got 'int4'"):
         check_precision("int4")
     monkeypatch.setattr(int8_linear, "int8_available", lambda: False)
-    with pytest.raises(OptionsError, match=r"precision 'int8' needs a CPU with int8 dot-product instructions .* use precision 'fp32'"):
+    with pytest.raises(SettingsError, match=r"precision 'int8' needs a CPU with int8 dot-product instructions .* use precision 'fp32'"):
         check_precision("int8")
     check_precision("fp32")
