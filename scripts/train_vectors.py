@@ -2,7 +2,7 @@
 
 Usage:
     python scripts/train_vectors.py RAW_TEXT OUTPUT.floret [--lang en] [--dim 300]
-        [--bucket 50000] [--epochs 5] [--minn 4] [--maxn 5] [--min-count 5] [--threads 2]
+        [--bucket 50000] [--epochs 5] [--minn 4] [--maxn 5] [--min-count 5] [--threads 1]
 
 Then, as spaCy documents it:
     python -m spacy init vectors en OUTPUT.floret VECTORS_DIR --mode floret
@@ -14,7 +14,6 @@ rows (each entry in 2 rows), so every word, also one never seen, gets a vector, 
 table's size is fixed: bucket x dim x 4 bytes.
 """
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -57,7 +56,8 @@ def main(argv=None) -> int:
     parser.add_argument("--minn", type=int, default=4, help="shortest character n-gram")
     parser.add_argument("--maxn", type=int, default=5, help="longest character n-gram")
     parser.add_argument("--min-count", type=int, default=5, help="words seen fewer times are not trained as words")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="1: the same vectors on every run; more are faster but not repeatable")
     args = parser.parse_args(argv)
     try:
         return _train(args)

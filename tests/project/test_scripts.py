@@ -239,8 +239,10 @@ def test_train_vectors_writes_floret_vectors_that_spacy_loads(tmp_path: Path):
     text = tmp_path / "raw.txt"
     text.write_text("The bank of the river was muddy.\nShe went to the bank to get money.\n" * 50, encoding="utf8")
     floret_file = tmp_path / "vectors.floret"
-    args = [str(text), str(floret_file), "--dim", "8", "--bucket", "500", "--epochs", "1", "--min-count", "1", "--threads", "1"]
+    args = [str(text), str(floret_file), "--dim", "8", "--bucket", "500", "--epochs", "1", "--min-count", "1"]
     assert train_vectors.main(args) == 0
+    first = floret_file.read_bytes()
+    assert train_vectors.main(args) == 0 and floret_file.read_bytes() == first  # one thread: repeatable
     rows, dim, *_ = floret_file.read_text(encoding="utf8").splitlines()[0].split()
     assert (int(rows), int(dim)) == (500, 8)
     assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".")]  # no temporary files left
