@@ -17,8 +17,11 @@ PathLike = Union[str, Path]
 
 
 @contextlib.contextmanager
-def atomic_output_path(path: PathLike) -> Iterator[Path]:
+def atomic_output_path(path: PathLike, *, size: int = 0, what: str = "Output") -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it to `path` only on success.
+
+    `size`: about how many bytes the output takes; when given, the space for it is
+    checked (:func:`check_space`) before anything is written.
 
     The temporary name is ``.NAME.spacy-elmo-PID@HOST-RANDOM.tmp``: a run killed
     before its ``finally`` (SIGKILL) leaves it behind, and
@@ -31,6 +34,8 @@ def atomic_output_path(path: PathLike) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(tmp_name)
     try:
+        if size:
+            check_space(tmp, size, what=what, name=path)
         yield tmp
         raise_if_terminated()  # never publish an output after a stop request
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Union
 
 import torch
 
-from ..output_files import atomic_output_path, check_space
+from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
 from .corpus import BatchStream
 from ..errors import one_line
@@ -26,8 +26,7 @@ def save_checkpoint(state: Dict[str, Any], path: Union[str, Path]) -> None:
 
     A run killed while saving keeps its previous checkpoint.
     """
-    with atomic_output_path(path) as tmp:
-        check_space(tmp, _tensor_bytes(state) + (1 << 20), what="Checkpoint", name=path)
+    with atomic_output_path(path, size=_tensor_bytes(state) + (1 << 20), what="Checkpoint") as tmp:
         try:
             torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
         except RuntimeError as err:  # torch's zip writer reports a failed write so

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ..models.pytorch.original_format import read_hdf5_arrays
 from ..models.pytorch.select_rows import select_rows
-from ..output_files import HDF5_OVERHEAD_BYTES, atomic_output_path, check_space
+from ..output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 
 SOFTMAX_NAME = "softmax.hdf5"
 
@@ -139,8 +139,7 @@ def save_softmax(softmax: LMSoftmax, path: Union[str, Path]) -> None:
 
     weight = softmax.weight.detach().to("cpu", torch.float32).numpy()
     bias = softmax.bias.detach().to("cpu", torch.float32).numpy()
-    with atomic_output_path(path) as tmp:
-        check_space(tmp, weight.nbytes + bias.nbytes + HDF5_OVERHEAD_BYTES, name=path)
+    with atomic_output_path(path, size=weight.nbytes + bias.nbytes + HDF5_OVERHEAD_BYTES) as tmp:
         with h5py.File(tmp, "w") as handle:
             handle.create_dataset("softmax/W", data=weight)
             handle.create_dataset("softmax/b", data=bias)

@@ -182,14 +182,19 @@ def test_missing_input_explanation_names_the_asset_source_and_the_vars():
     assert "--vars.full_ud_train or --vars.data_dir" in text
 
 
-def test_the_pretrain_wrapper_never_deletes_an_older_moved_run(tmp_path, monkeypatch):
-    """A changed config moves the run aside; an older `.previous` is kept, not deleted."""
-    wrapper = load_script("pretrain")
+def _run_with_other_settings(tmp_path: Path):
+    """The wrapper, a config, and an output directory holding a run of other settings."""
     config = tmp_path / "pretrain.cfg"
     config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
     out = tmp_path / "out"
     out.mkdir()
     (out / "checkpoint.pt").write_bytes(b"a run with other settings")
+    return load_script("pretrain"), config, out
+
+
+def test_the_pretrain_wrapper_never_deletes_an_older_moved_run(tmp_path, monkeypatch):
+    """A changed config moves the run aside; an older `.previous` is kept, not deleted."""
+    wrapper, config, out = _run_with_other_settings(tmp_path)
     older = tmp_path / "out.previous"
     older.mkdir()
     (older / "notes.txt").write_text("kept", encoding="utf8")
@@ -206,12 +211,7 @@ def test_the_pretrain_wrapper_leaves_a_directory_in_use_alone(tmp_path, capsys):
     import subprocess
     import sys
 
-    wrapper = load_script("pretrain")
-    config = tmp_path / "pretrain.cfg"
-    config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "checkpoint.pt").write_bytes(b"a run with other settings, still running")
+    wrapper, config, out = _run_with_other_settings(tmp_path)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
          "from spacy_elmo.directory_lock import hold_directory\n"

@@ -12,6 +12,7 @@ from spacy.tokens import Doc
 
 import spacy_elmo.pipeline  # noqa: F401 (registers the component)
 from spacy_elmo.errors import SpacyElmoError
+from spacy_elmo.pipeline.elmo import set_vector_hooks
 
 from ..models.test_deferred_shim import _Payload, _state_bytes
 from ..pipeline.util import TEXTS
@@ -82,10 +83,7 @@ def _doc_with_other_layers(pipeline: Path, edit) -> None:
     other = nlp(TEXTS[1])
     doc._.elmo = edit(doc, other)
     restored = Doc(nlp.vocab).from_bytes(doc.to_bytes(exclude=["user_hooks"]))
-    nlp.get_pipe("elmo").set_annotations  # the vector hooks are gone with the bytes: set them again
-    from spacy_elmo.pipeline.elmo import set_vector_hooks
-
-    set_vector_hooks(restored, "mean")
+    set_vector_hooks(restored, "mean")  # the vector hooks are gone with the bytes: set them again
     restored[0].vector  # noqa: B018
 
 

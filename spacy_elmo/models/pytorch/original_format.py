@@ -11,7 +11,7 @@ import numpy
 import torch
 
 from ...errors import OptionsError, WeightsError
-from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path, check_space
+from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 from .bilm import ElmoBiLM
 from .options import BiLMOptions
 
@@ -289,8 +289,8 @@ def save_bilm(bilm: ElmoBiLM, directory: PathLike) -> Tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     options_path, weights_path = directory / OPTIONS_NAME, directory / WEIGHTS_NAME
     arrays = original_arrays(bilm)
-    with atomic_output_path(weights_path) as tmp:
-        check_space(tmp, sum(array.nbytes for array in arrays.values()) + HDF5_OVERHEAD_BYTES, name=weights_path)
+    size = sum(array.nbytes for array in arrays.values()) + HDF5_OVERHEAD_BYTES
+    with atomic_output_path(weights_path, size=size) as tmp:
         with h5py.File(tmp, "w") as handle:
             for name, array in sorted(arrays.items()):
                 handle.create_dataset(name, data=array)
