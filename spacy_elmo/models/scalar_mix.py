@@ -134,44 +134,29 @@ def scalar_mix_forward(
     if not Xs:
         return [], no_gradient
     lengths = [X.shape[1] for X in Xs]
-    # Layer norm statistics are per input, so mix Doc by Doc; otherwise at once.
-    inputs = list(Xs) if mix.do_layer_norm else [ops.xp.concatenate(Xs, axis=1)]
+    offsets = _offsets(lengths)
+    # All Docs in one pass; the layer norm still takes its statistics Doc by Doc.
+    X = xp2torch(ops.xp.concatenate(Xs, axis=1), requires_grad=is_train, device=shim.device)
+    inputs = ArgsKwargs(args=(X,), kwargs={"lengths": lengths})
     if not is_train:
-        outputs = [shim.predict(ArgsKwargs(args=(xp2torch(X, device=shim.device),), kwargs={})) for X in inputs]
-        return _split(ops, [torch2xp(Y, ops=ops) for Y in outputs], lengths), no_gradient
-    passes = []
-    for X in inputs:
-        X_tensor = xp2torch(X, requires_grad=True, device=shim.device)
-        Y_tensor, backprop_pass = shim(ArgsKwargs(args=(X_tensor,), kwargs={}), is_train)
-        passes.append((X_tensor, Y_tensor, backprop_pass))
-    Ys = _split(ops, [torch2xp(Y, ops=ops) for _, Y, _ in passes], lengths)
+        Y = torch2xp(shim.predict(inputs), ops=ops)
+        return [ops.asarray2f(y) for y in ops.xp.split(Y, offsets, axis=0)], no_gradient
+    Y_tensor, backprop_pass = shim(inputs, is_train)
+    Y = torch2xp(Y_tensor, ops=ops)
     penalize = bool(mix.l2_penalty) and mix.weights.requires_grad
 
     def backprop(dYs: List[Floats2d]) -> List[Floats3d]:
-        d_inputs = [ops.xp.concatenate(dYs, axis=0)] if len(passes) == 1 else dYs
-        dXs = []
-        for k, ((X_tensor, Y_tensor, backprop_pass), dY) in enumerate(zip(passes, d_inputs)):
-            tensors = [Y_tensor]
-            grads = [xp2torch(ops.asarray2f(dY), device=shim.device)]
-            if penalize and k == 0:
-                # Once per batch: the penalty's gradient joins the weights'.
-                tensors.append(mix.penalty())
-                grads.append(torch.ones((), device=shim.device))
-            d_args = backprop_pass(
-                ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": tuple(grads)})
-            )
-            dXs.append(torch2xp(d_args.args[0], ops=ops))
-        if len(passes) == 1:
-            return [ops.asarray3f(d) for d in ops.xp.split(dXs[0], _offsets(lengths), axis=1)]
-        return dXs
+        tensors = [Y_tensor]
+        grads = [xp2torch(ops.asarray2f(ops.xp.concatenate(dYs, axis=0)), device=shim.device)]
+        if penalize:
+            # Once per batch: the penalty's gradient joins the weights'.
+            tensors.append(mix.penalty())
+            grads.append(torch.ones((), device=shim.device))
+        d_args = backprop_pass(ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": tuple(grads)}))
+        dX = torch2xp(d_args.args[0], ops=ops)
+        return [ops.asarray3f(d) for d in ops.xp.split(dX, offsets, axis=1)]
 
-    return Ys, backprop
-
-
-def _split(ops, Ys: List[Floats2d], lengths: List[int]) -> List[Floats2d]:
-    if len(Ys) == len(lengths):
-        return Ys
-    return [ops.asarray2f(Y) for Y in ops.xp.split(Ys[0], _offsets(lengths), axis=0)]
+    return [ops.asarray2f(y) for y in ops.xp.split(Y, offsets, axis=0)], backprop
 
 
 def _offsets(lengths: List[int]) -> List[int]:

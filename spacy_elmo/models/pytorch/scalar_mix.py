@@ -61,16 +61,24 @@ class ScalarMix(nn.Module):
         the mix close to the layer average. *Shape:* ``()``."""
         return self.l2_penalty * (self.weights**2).sum()
 
-    def forward(self, layers: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+    def forward(
+        self, layers: Tensor, mask: Optional[Tensor] = None, lengths: Optional[Sequence[int]] = None
+    ) -> Tensor:
         """:param layers: *Shape:* ``(n_layers, ..., width)``.
         :param mask: *Shape:* ``layers.shape[1:-1]``, True at real positions;
             needed for the layer norm only.
+        :param lengths: sequences laid end to end, *Shape:* of ``layers``
+            ``(n_layers, sum(lengths), width)``: the layer norm takes its
+            statistics per sequence, as if each were mixed alone.
         :returns: *Shape:* ``layers.shape[1:]``.
         """
         if layers.shape[0] != self.n_layers:
             raise ValueError(f"expected {self.n_layers} layers, got {layers.shape[0]}")
         if self.do_layer_norm:
-            layers = self._layer_norm(layers, mask)
+            if lengths is not None:
+                layers = self._layer_norm_per_sequence(layers, lengths)
+            else:
+                layers = self._layer_norm(layers, mask)
         weights = self.normalized_weights().to(layers.dtype)
         mixed = torch.tensordot(weights, layers, dims=1)
         return self.dropout(self.gamma.to(layers.dtype) * mixed)
@@ -84,6 +92,24 @@ class ScalarMix(nn.Module):
         mean = (layers * weight).sum(dim=reduce_dims, keepdim=True) / count
         variance = (((layers - mean) * weight) ** 2).sum(dim=reduce_dims, keepdim=True) / count
         return (layers - mean) / torch.sqrt(variance + self.layer_norm_eps)
+
+    def _layer_norm_per_sequence(self, layers: Tensor, lengths: Sequence[int]) -> Tensor:
+        """:meth:`_layer_norm` of each sequence in one pass over all of them;
+        *Shape:* ``(n_layers, n_positions, width)``."""
+        n_layers, n_positions, width = layers.shape
+        if sum(lengths) != n_positions:
+            raise ValueError(f"lengths add up to {sum(lengths)}, but layers have {n_positions} positions")
+        sizes = torch.tensor(lengths, device=layers.device)
+        sequence = torch.repeat_interleave(torch.arange(len(lengths), device=layers.device), sizes)
+        count = (sizes * width).clamp_min(1).to(layers.dtype)
+
+        def per_sequence_mean(values: Tensor) -> Tensor:  # (L, n_positions, W) -> (L, n_positions, 1)
+            sums = values.new_zeros(n_layers, len(lengths)).index_add_(1, sequence, values.sum(-1))
+            return (sums / count)[:, sequence].unsqueeze(-1)
+
+        centered = layers - per_sequence_mean(layers)
+        variance = per_sequence_mean(centered**2)
+        return centered / torch.sqrt(variance + self.layer_norm_eps)
 
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         # State dicts saved when gamma was 0-d (before it had shape (1,)).

@@ -24,6 +24,26 @@ def test_layer_norm_uses_unmasked_positions_only():
     torch.testing.assert_close(normed.var(dim=(1, 2), unbiased=False), torch.ones(2), atol=1e-4, rtol=0)
 
 
+def test_sequences_laid_end_to_end_are_normalised_as_if_each_were_alone():
+    mix = ScalarMix(3, do_layer_norm=True, initial_weights=[0.3, -0.2, 0.5], initial_gamma=1.5)
+    lengths = [4, 0, 1, 7]
+    alone = [torch.randn(3, n, 6) * (k + 1) + k for k, n in enumerate(lengths)]
+    together = torch.cat(alone, dim=1).requires_grad_()
+    mixed = mix(together, lengths=lengths)
+    for part, layers in zip(mixed.split(lengths), alone):
+        if layers.shape[1]:
+            torch.testing.assert_close(part, mix(layers), rtol=1e-6, atol=1e-6)
+    upstream = torch.randn_like(mixed)
+    (grad_together,) = torch.autograd.grad(mixed, together, upstream)
+    for grad, layers, d_mixed in zip(grad_together.split(lengths, dim=1), alone, upstream.split(lengths)):
+        if layers.shape[1]:
+            layers = layers.clone().requires_grad_()
+            (grad_alone,) = torch.autograd.grad(mix(layers), layers, d_mixed)
+            torch.testing.assert_close(grad, grad_alone, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="add up to 11"):
+        mix(together, lengths=[4, 7])
+
+
 def test_gradients_and_frozen_mix():
     layers = torch.randn(3, 4, 8)
     mix = ScalarMix(3)
