@@ -13,10 +13,10 @@ REPO = Path(__file__).resolve().parents[2]
 PROJECT_FILES = ("project.yml", "assets", "scripts", "configs")
 
 
-def load_script(name: str) -> ModuleType:
-    """Import `scripts/<name>.py` (the project scripts are not a package)."""
-    path = REPO / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"project_scripts.{name}", path)
+def load_script(name: str, folder: str = "scripts") -> ModuleType:
+    """Import `<folder>/<name>.py` (the project's scripts and the maintainer tools are not packages)."""
+    path = REPO / folder / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"project_{folder}.{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,4 +1,4 @@
-"""The project's scripts on small inputs: conversion, sampling, splitting, comparison, input checks."""
+"""The project's scripts on small inputs: conversion, splitting, comparison, input checks."""
 import json
 from pathlib import Path
 
@@ -9,7 +9,6 @@ from spacy.tokens import DocBin
 from .conftest import REPO, head_blocks, load_script
 
 convert = load_script("convert")
-sample_documents = load_script("sample_documents")
 split_text = load_script("split_text")
 compare = load_script("compare")
 check_inputs = load_script("check_inputs")
@@ -99,23 +98,6 @@ def test_convert_bad_input_names_file_and_line(tmp_path: Path, text: str, layout
     with pytest.raises(convert.InputFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
         convert.convert(source, tmp_path / "x.spacy", layout=layout, n_sents=10)
     assert not (tmp_path / "x.spacy").exists()
-
-
-def test_sample_documents_takes_whole_documents_and_the_rest_is_disjoint(tmp_path: Path):
-    source = REPO / "assets/uner_english_ewt/en_ewt-uner-demo-dev.iob2"
-    documents = sample_documents.read_documents(source)
-    chosen, rest = sample_documents.select_documents(documents, 200)
-    assert sorted(chosen + rest) == list(range(len(documents)))
-    n_chosen = sum(len(documents[i]) for i in chosen)
-    assert 150 <= n_chosen <= 250
-    assert chosen[0] < len(documents) // 4 and chosen[-1] > 3 * len(documents) // 4  # spread over the file
-    sample_documents.write_documents(documents, chosen, tmp_path / "a.iob2")
-    sample_documents.write_documents(documents, rest, tmp_path / "b.iob2")
-
-    def lines(path: Path):
-        return [line for line in path.read_text(encoding="utf8").splitlines() if line]
-
-    assert sorted(lines(tmp_path / "a.iob2") + lines(tmp_path / "b.iob2")) == sorted(lines(source))
 
 
 def test_split_text_holds_out_every_nth_line_up_to_a_cap(tmp_path: Path):

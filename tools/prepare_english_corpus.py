@@ -1,7 +1,7 @@
 """Build the training and held-out text of the shipped English biLM from ../shared/data/raw_text.
 
 Usage:
-    python scripts/prepare_english_corpus.py RAW_TEXT_DIR OUTPUT_DIR [--train-words 16000000]
+    python tools/prepare_english_corpus.py RAW_TEXT_DIR OUTPUT_DIR [--train-words 16000000]
 
 Held out **by document** (never a paragraph of a held-out document in training):
 - the last 300 articles of `wikipedia_en_recent.txt` and the last 30 of
@@ -26,12 +26,10 @@ books, speeches and Stack Exchange as the held-out split does.
 import argparse
 import csv
 import random
-import sys
 from pathlib import Path
 from typing import List, Tuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from spacy_elmo.output_files import atomic_output_path  # noqa: E402
+from spacy_elmo.output_files import atomic_output_path
 
 
 def read_lines(path: Path) -> List[str]:

@@ -1,6 +1,6 @@
 """Copy a finished pretraining run into the package as the shipped English biLM.
 
-Usage: python scripts/ship_english_model.py RUN_DIR [spacy_elmo/resources/english_compact]
+Usage: python tools/ship_english_model.py RUN_DIR [spacy_elmo/resources/english_compact]
 
 Copies options.json, weights.hdf5 (float32, unchanged) and vocab.txt, and writes the softmax
 in float16 (half the bytes; `pretrain --init-from english-compact` reads it back as float32 to
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import h5py
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from spacy_elmo.output_files import atomic_output_path  # noqa: E402
+from spacy_elmo.output_files import atomic_output_path
 
 DEFAULT_DESTINATION = Path(__file__).resolve().parent.parent / "spacy_elmo" / "resources" / "english_compact"
 
