@@ -1,6 +1,6 @@
 """The ``elmo`` pipeline component.
 
-It runs the biLM over each Doc (sentence by sentence, or in bounded windows),
+It runs the biLM over each Doc (sentence by sentence, or in bounded spans),
 keeps every layer in ``doc._.elmo`` (:class:`~spacy_elmo.doc_data.ElmoDocData`)
 and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
 ``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
@@ -34,12 +34,12 @@ from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, doc_data, install_extensions
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
-from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_segment_cache, set_token_cache
+from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_span_cache, set_token_cache
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
 from ..models.loaders import build_elmo_weights_loader_v1
-from ..models.segment_cache import SegmentCache
+from ..models.span_cache import SpanCache
 from ..models.types import BiLMModelT, WeightsLoaderT
 
 DEFAULT_CONFIG = Config().from_str(
@@ -78,7 +78,7 @@ def make_elmo(
     vector_hooks (bool): make token, span and Doc ``.vector`` and
         ``.similarity`` read ``Doc.tensor`` (when ``doc_tensor`` is set).
     frozen_cache_mb (int): in training with a frozen biLM, keep the layers of up
-        to this many MB of distinct sentences, so each is encoded once per run
+        to this many MB of distinct spans, so each is encoded once per run
         rather than once per epoch (0: off). The memory is on the biLM's device
         and is held as long as the component.
     token_cache_size (int): in prediction, keep the token-layer vectors (character
@@ -127,7 +127,7 @@ class ElmoComponent(TrainablePipe):
         self.listener_map: Dict[str, List[ElmoListener]] = {}
         self.cfg: Dict[str, Any] = {}
         self.model.attrs["replace_listener"] = replace_listener
-        self.segment_cache = SegmentCache(max_bytes=frozen_cache_mb * 2**20)
+        self.span_cache = SpanCache(max_bytes=frozen_cache_mb * 2**20)
         set_token_cache(self.model, token_cache_size)
         set_precision(self.model, precision)
         self.frozen = frozen
@@ -139,7 +139,7 @@ class ElmoComponent(TrainablePipe):
     @frozen.setter
     def frozen(self, value: bool) -> None:
         self._frozen = value
-        self.segment_cache.clear()
+        self.span_cache.clear()
         # Listeners replaced by an inline copy inherit the setting in their config.
         self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=value)
 
@@ -225,12 +225,12 @@ class ElmoComponent(TrainablePipe):
             return losses
         if self.frozen:
             # Fixed weights: each distinct span is encoded once per training run.
-            self.segment_cache.serve(get_bilm(self.model))
-            set_segment_cache(self.model, self.segment_cache)
+            self.span_cache.serve(get_bilm(self.model))
+            set_span_cache(self.model, self.span_cache)
             try:
                 outputs = self.model.predict(docs)
             finally:
-                set_segment_cache(self.model, None)
+                set_span_cache(self.model, None)
             accumulate_gradient = backprop = no_gradient
         else:
             set_dropout_rate(self.model, drop)

@@ -31,8 +31,8 @@ class ElmoEmbedder:
     :param precision: "fp32", or "int8" for the LSTM's gate products on a CPU
         with VNNI (see :attr:`ElmoBiLM.precision`).
     :param max_length: a sentence longer than this many tokens is encoded in
-        windows of at most this many (each from a zero state, as the spaCy
-        component's spans), so memory stays bounded on any input.
+        spans of at most this many (each from a zero state, as in the spaCy
+        component), so memory stays bounded on any input.
     """
 
     def __init__(
@@ -69,23 +69,23 @@ class ElmoEmbedder:
             window = [list(s) for s in islice(iterator, window_size)]
             if not window:
                 return
-            # Long sentences as pieces of at most max_length tokens, joined again below.
-            pieces: List[Sentence] = []
-            n_pieces = []
+            # Long sentences as spans of at most max_length tokens, joined again below.
+            spans: List[Sentence] = []
+            n_spans = []
             for sentence in window:
-                chunks = [sentence[i : i + self.max_length] for i in range(0, len(sentence), self.max_length)]
-                pieces.extend(chunks or [sentence])
-                n_pieces.append(max(len(chunks), 1))
-            results: List[Optional[numpy.ndarray]] = [None] * len(pieces)
+                sentence_spans = [sentence[i : i + self.max_length] for i in range(0, len(sentence), self.max_length)]
+                spans.extend(sentence_spans or [sentence])
+                n_spans.append(max(len(sentence_spans), 1))
+            results: List[Optional[numpy.ndarray]] = [None] * len(spans)
             batches = length_sorted_batches(
-                pieces, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
+                spans, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
             )
             for indices in batches:
-                layers = self.embed_batch([pieces[i] for i in indices])
+                layers = self.embed_batch([spans[i] for i in indices])
                 for i, array in zip(indices, layers):
                     results[i] = array
             start = 0
-            for count in n_pieces:
+            for count in n_spans:
                 parts = results[start : start + count]
                 start += count
                 yield parts[0] if count == 1 else numpy.concatenate(parts, axis=1)  # type: ignore[misc]

@@ -1,4 +1,4 @@
-"""ElmoEmbedder: input order, the same vectors as one encode per sentence, long sentences in windows."""
+"""ElmoEmbedder: input order, the same vectors as one encode per sentence, long sentences in spans."""
 import numpy
 import torch
 
@@ -19,8 +19,8 @@ def test_embed_keeps_input_order_and_matches_one_encode_per_sentence(fixture_bil
         assert array.dtype == numpy.float32
 
 
-def test_a_long_sentence_is_encoded_in_bounded_windows(fixture_bilm):
-    """Memory stays bounded on one long line: windows of max_length tokens, each
+def test_a_long_sentence_is_encoded_in_bounded_spans(fixture_bilm):
+    """Memory stays bounded on one long line: spans of max_length tokens, each
     encoded as a sentence of its own, joined in order."""
     long = [f"w{i % 37}" for i in range(23)]
     embedder = ElmoEmbedder(fixture_bilm, batch_size=4, max_length=10)
