@@ -15,8 +15,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import typer
 
 from . import app
+from .device import select_device
 from ..errors import InputError, SpacyElmoError
-from ..models.pytorch.device import select_device
 from ..models.pytorch.embedder import ElmoEmbedder
 from ..models.pytorch.original_format import load_bilm, resolve_paths
 from ..named_models import locate_model
