@@ -7,9 +7,9 @@ are not shown to the biLM (it never saw them in training) and get zero vectors.
 
 The layer wraps the torch :class:`~.pytorch.bilm.ElmoBiLM` in a Thinc shim;
 prediction and training take the same path: spans batched by length
-(:func:`~.pytorch.batching.length_sorted_batches`), each batch encoded
-(:func:`~.pytorch.encode.encode`) through the shim, which runs without autograd
-in prediction and keeps each batch's graph for the backward pass in training.
+(:func:`~.pytorch.batching.length_sorted_batches`), each batch's character ids
+encoded through the shim, which runs without autograd in prediction and keeps
+each batch's graph for the backward pass in training.
 """
 from dataclasses import dataclass
 from functools import partial
@@ -18,14 +18,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
-from torch import Tensor
 
 from ..errors import SettingsError, WeightsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.batching import length_sorted_batches
-from .pytorch.bilm import BiLMOutput, ElmoBiLM
-from .pytorch.encode import encode
+from .pytorch.bilm import ElmoBiLM
+from .pytorch.char_ids import batch_to_char_ids
 from .pytorch.int8_linear import check_precision
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .pytorch.token_vector_cache import TokenVectorCache
@@ -174,13 +173,15 @@ def bilm_layer_forward(
             outputs[span.doc][:, span.tokens] = cached
     words = [span.words for span in pending]
     shim = model.shims[0]
-    forward = partial(_shim_forward, shim, is_train, None if is_train else model.attrs.get(TOKEN_CACHE_ATTR))
+    token_cache = None if is_train else model.attrs.get(TOKEN_CACHE_ATTR)
+    bilm_kwargs = {} if token_cache is None else {"token_cache": token_cache}
     groups = length_sorted_batches(
         words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )
     passes = []  # training: per group, the layers tensor and its backward pass
     for group in groups:
-        bilm_output, backprop_pass = encode(forward, [words[i] for i in group], shim.device)
+        char_ids = batch_to_char_ids([words[i] for i in group]).to(shim.device)
+        bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs=bilm_kwargs), is_train)
         layers = torch2xp(bilm_output.layers, ops=ops)
         for row, i in enumerate(group):
             span = pending[i]
@@ -204,15 +205,6 @@ def bilm_layer_forward(
         return []
 
     return outputs, backprop
-
-
-def _shim_forward(
-    shim: DeferredPyTorchShim, is_train: bool, token_cache: Optional[TokenVectorCache], char_ids: Tensor
-) -> Tuple[BiLMOutput, Callable[[ArgsKwargs], Any]]:
-    """The biLM through the shim: without autograd in prediction, with a
-    backward pass in training."""
-    kwargs = {} if token_cache is None else {"token_cache": token_cache}
-    return shim(ArgsKwargs(args=(char_ids,), kwargs=kwargs), is_train)
 
 
 def _span_words(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_SpanWords]:

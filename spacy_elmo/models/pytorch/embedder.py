@@ -4,17 +4,19 @@ Sentences are grouped by length inside a window of the input so that batches
 carry little padding; every sentence is encoded independently of its batch
 (zero initial state), so the grouping never changes a vector.
 """
-from functools import partial
 from itertools import islice
-from typing import Iterable, Iterator, List, Optional, Sequence
+from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy
 import torch
 
 from .batching import length_sorted_batches
 from .bilm import ElmoBiLM
-from .encode import DeviceLike, Sentence, encode
+from .char_ids import batch_to_char_ids
 from .token_vector_cache import TokenVectorCache
+
+Sentence = Sequence[str]
+DeviceLike = Union[str, torch.device]
 
 
 class ElmoEmbedder:
@@ -93,6 +95,6 @@ class ElmoEmbedder:
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
-            forward = partial(self.bilm, token_cache=self.token_cache)
-            layers = encode(forward, sentences, self.device).layers.to("cpu", torch.float32).numpy()
+            char_ids = batch_to_char_ids(sentences).to(self.device)
+            layers = self.bilm(char_ids, token_cache=self.token_cache).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
