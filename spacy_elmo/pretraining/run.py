@@ -454,8 +454,7 @@ def pretrain(
     config: PretrainConfig, output_dir: PathLike, *, device: Optional[torch.device] = None,
     resume: bool = False, init_from: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
-    """Train (or continue) a biLM on `device` (default: the CPU; torchrun: see
-    :func:`.processes.setup_processes`); returns the final step and held-out perplexities."""
+    """Train (or continue) a biLM on `device` (see `setup_processes`); returns the final step and held-out perplexities."""
     processes = setup_processes(device)
     try:
         return PretrainRun(config, output_dir, processes, resume=resume, init_from=init_from).run()
