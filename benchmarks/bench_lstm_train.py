@@ -17,7 +17,8 @@ from typing import Callable, ContextManager, Dict, List
 
 import torch
 
-from spacy_elmo.models.pytorch.lstm import BiLstmStack, PackingPlan, autograd_recurrence
+from spacy_elmo.models.pytorch.lstm import BiLstmStack, PackingPlan
+from spacy_elmo.models.pytorch.lstm_policy import autograd_recurrence
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
 

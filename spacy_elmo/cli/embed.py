@@ -15,8 +15,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import typer
 
 from . import app
+from .device import select_device
 from ..errors import InputError, SpacyElmoError
-from ..models.pytorch.device import select_device
 from ..models.pytorch.embedder import ElmoEmbedder
 from ..models.pytorch.original_format import load_bilm, resolve_paths
 from ..named_models import locate_model
@@ -49,7 +49,7 @@ def embed_command(
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Sentences per forward pass."),
     max_length: int = typer.Option(
         256, "--max-length", min=1,
-        help="Encode a line longer than this many tokens in windows of at most this many (each from a zero state, as the spaCy component does), so memory stays bounded.",
+        help="Encode a line longer than this many tokens in spans of at most this many (each from a zero state, as the spaCy component does), so memory stays bounded.",
     ),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device index; -1 runs on the CPU."),
     precision: str = typer.Option(

@@ -6,7 +6,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from ..models.pytorch.device import select_device
+from .device import select_device
 
 
 @app.command("perplexity")

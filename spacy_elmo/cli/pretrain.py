@@ -6,6 +6,7 @@ import typer
 from spacy.cli._util import parse_config_overrides
 
 from . import app
+from .device import select_device
 
 
 @app.command(
@@ -38,4 +39,5 @@ def pretrain_cli(
     keep_freed_memory()  # each step's large temporaries reuse the last step's memory
     overrides = parse_config_overrides(ctx.args)
     config = load_config(config_path, overrides)
-    pretrain(config, output_dir, gpu_id=gpu_id, resume=resume, init_from=init_from)
+    device = None if gpu_id is None else select_device(gpu_id)
+    pretrain(config, output_dir, device=device, resume=resume, init_from=init_from)

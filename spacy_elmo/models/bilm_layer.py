@@ -1,15 +1,15 @@
 """The biLM as a Thinc layer: Docs in, every biLM layer of every token out.
 
-Each Doc is cut into spans (``get_spans``: sentences or bounded windows), the
-spans are encoded independently of each other and of the batch, and the
-results are put back in token order. Whitespace tokens are not shown to the
-biLM (it never saw them in training) and get zero vectors.
+Each Doc is cut into spans (``get_spans``: sentences, or spans of at most
+``max_length`` tokens), the spans are encoded independently of each other and
+of the batch, and the results are put back in token order. Whitespace tokens
+are not shown to the biLM (it never saw them in training) and get zero vectors.
 
 The layer wraps the torch :class:`~.pytorch.bilm.ElmoBiLM` in a Thinc shim;
 prediction and training take the same path: spans batched by length
-(:func:`~.pytorch.batching.length_sorted_batches`), each batch encoded
-(:func:`~.pytorch.encode.encode`) through the shim, which runs without autograd
-in prediction and keeps each batch's graph for the backward pass in training.
+(:func:`~.pytorch.batching.length_sorted_batches`), each batch's character ids
+encoded through the shim, which runs without autograd in prediction and keeps
+each batch's graph for the backward pass in training.
 """
 from dataclasses import dataclass
 from functools import partial
@@ -18,21 +18,20 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats3d, Ints1d
-from torch import Tensor
 
 from ..errors import SettingsError, WeightsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.batching import length_sorted_batches
-from .pytorch.bilm import BiLMOutput, ElmoBiLM
-from .pytorch.encode import encode
+from .pytorch.bilm import ElmoBiLM
+from .pytorch.char_ids import batch_to_char_ids
 from .pytorch.int8_linear import check_precision
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .pytorch.token_vector_cache import TokenVectorCache
-from .segment_cache import SegmentCache
+from .span_cache import SpanCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
-CACHE_ATTR = "segment_cache"
+SPAN_CACHE_ATTR = "span_cache"
 TOKEN_CACHE_ATTR = "token_cache"
 PRECISION_ATTR = "precision"
 
@@ -106,10 +105,10 @@ def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
     model.set_dim("nO", bilm.output_dim, force=True)
 
 
-def set_segment_cache(model: BiLMModelT, cache: Optional[SegmentCache]) -> None:
+def set_span_cache(model: BiLMModelT, cache: Optional[SpanCache]) -> None:
     """Read spans' layers from `cache` (and add new ones to it) in prediction; None: off.
     Only for a biLM whose weights stay fixed while the cache is set."""
-    model.attrs[CACHE_ATTR] = cache
+    model.attrs[SPAN_CACHE_ATTR] = cache
 
 
 def set_token_cache(model: BiLMModelT, max_words: int) -> None:
@@ -145,7 +144,7 @@ def init_bilm_layer(
 
 
 @dataclass
-class _Segment:
+class _SpanWords:
     """One span as the biLM reads it: which Doc, which tokens, their text."""
 
     doc: int
@@ -163,31 +162,33 @@ def bilm_layer_forward(
     ops = model.ops
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
-    segments = _segments(docs, model.attrs["get_spans"], ops)
-    cache: Optional[SegmentCache] = None if is_train else model.attrs.get(CACHE_ATTR)
-    pending = []  # the segments to encode (all, unless cached)
-    for segment in segments:
-        cached = cache.get(segment.words) if cache is not None else None
+    spans = _span_words(docs, model.attrs["get_spans"], ops)
+    cache: Optional[SpanCache] = None if is_train else model.attrs.get(SPAN_CACHE_ATTR)
+    pending = []  # the spans to encode (all, unless cached)
+    for span in spans:
+        cached = cache.get(span.words) if cache is not None else None
         if cached is None:
-            pending.append(segment)
+            pending.append(span)
         else:
-            outputs[segment.doc][:, segment.tokens] = cached
-    words = [segment.words for segment in pending]
+            outputs[span.doc][:, span.tokens] = cached
+    words = [span.words for span in pending]
     shim = model.shims[0]
-    forward = partial(_shim_forward, shim, is_train, None if is_train else model.attrs.get(TOKEN_CACHE_ATTR))
+    token_cache = None if is_train else model.attrs.get(TOKEN_CACHE_ATTR)
+    bilm_kwargs = {} if token_cache is None else {"token_cache": token_cache}
     groups = length_sorted_batches(
         words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )
     passes = []  # training: per group, the layers tensor and its backward pass
     for group in groups:
-        bilm_output, backprop_pass = encode(forward, [words[i] for i in group], shim.device)
+        char_ids = batch_to_char_ids([words[i] for i in group]).to(shim.device)
+        bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs=bilm_kwargs), is_train)
         layers = torch2xp(bilm_output.layers, ops=ops)
         for row, i in enumerate(group):
-            segment = pending[i]
-            segment_layers = layers[row, :, : len(segment.words)]
-            outputs[segment.doc][:, segment.tokens] = segment_layers
+            span = pending[i]
+            span_layers = layers[row, :, : len(span.words)]
+            outputs[span.doc][:, span.tokens] = span_layers
             if cache is not None:
-                cache.put(segment.words, segment_layers)
+                cache.put(span.words, span_layers)
         if is_train:
             passes.append((group, bilm_output.layers, backprop_pass))
     if not is_train:
@@ -197,8 +198,8 @@ def bilm_layer_forward(
         for group, layers_tensor, backprop_pass in passes:
             d_layers = ops.alloc4f(*layers_tensor.shape)
             for row, i in enumerate(group):
-                segment = pending[i]
-                d_layers[row, :, : len(segment.words)] = d_outputs[segment.doc][:, segment.tokens]
+                span = pending[i]
+                d_layers[row, :, : len(span.words)] = d_outputs[span.doc][:, span.tokens]
             d_tensor = xp2torch(d_layers, device=layers_tensor.device)
             backprop_pass(ArgsKwargs(args=((layers_tensor,),), kwargs={"grad_tensors": (d_tensor,)}))
         return []
@@ -206,25 +207,16 @@ def bilm_layer_forward(
     return outputs, backprop
 
 
-def _shim_forward(
-    shim: DeferredPyTorchShim, is_train: bool, token_cache: Optional[TokenVectorCache], char_ids: Tensor
-) -> Tuple[BiLMOutput, Callable[[ArgsKwargs], Any]]:
-    """The biLM through the shim: without autograd in prediction, with a
-    backward pass in training."""
-    kwargs = {} if token_cache is None else {"token_cache": token_cache}
-    return shim(ArgsKwargs(args=(char_ids,), kwargs=kwargs), is_train)
-
-
-def _segments(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_Segment]:
-    segments = []
-    for i, spans in enumerate(get_spans(docs)):
-        for span in spans:
+def _span_words(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_SpanWords]:
+    spans = []
+    for i, doc_spans in enumerate(get_spans(docs)):
+        for span in doc_spans:
             tokens = [token for token in span if not token.is_space]
             if tokens:
-                segments.append(
-                    _Segment(i, ops.asarray1i([t.i for t in tokens]), [t.text for t in tokens])
+                spans.append(
+                    _SpanWords(i, ops.asarray1i([t.i for t in tokens]), [t.text for t in tokens])
                 )
-    return segments
+    return spans
 
 
 def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:

@@ -23,7 +23,7 @@ TaskHeadModelT = Model[TaskHeadInT, List[Floats2d]]
 Tok2VecModelT = Model[List[Doc], List[Floats2d]]
 #: The backprop callback a listener receives from the elmo component.
 LayersBackpropT = Callable[[List[Floats3d]], List[Doc]]
-#: Splits Docs into the spans the biLM reads one at a time (sentences, windows).
+#: Splits Docs into the spans the biLM reads one at a time (sentences, or bounded spans).
 SpanGetterT = Callable[[Iterable[Doc]], List[List[Span]]]
 #: Returns a ready biLM (size and weights from its files).
 WeightsLoaderT = Callable[[], ElmoBiLM]

@@ -1,24 +1,18 @@
 """The ``elmo`` pipeline component.
 
-It runs the biLM over each Doc (sentence by sentence, or in bounded windows),
+It runs the biLM over each Doc (sentence by sentence, or in bounded spans),
 keeps every layer in ``doc._.elmo`` (:class:`~spacy_elmo.doc_data.ElmoDocData`)
 and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
 ``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
-methods read that mix of ``doc._.elmo``, so they are contextual: "bank" of a river and
-"bank" that lends money get different vectors and a similarity below 1. Doc
-hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``), so in the worker
-processes of ``nlp.pipe(n_process=2)`` none are set, and the Docs that come back
-have none; ``Doc.tensor`` travels, and spaCy's own fallback reads it for vectors
-when the vocab has no static vectors (else call :func:`set_vector_hooks` on them).
-Downstream components read the layers through ``spacy-elmo.ElmoListener.v1``,
-each with its own learned scalar mix.
+methods read that mix of ``doc._.elmo``, so they are contextual
+(:mod:`.vector_hooks`). Downstream components read the layers through
+``spacy-elmo.ElmoListener.v1``, each with its own learned scalar mix.
 
 ``Doc.tensor`` is a shared slot: a ``tok2vec`` later in the pipeline overwrites
 it (put ``elmo`` before ``tok2vec`` when both are used, as spaCy's tok2vec
 listeners read ``Doc.tensor`` at prediction time). The vector hooks still give
 ELMo's vectors then; ELMo listeners read ``doc._.elmo``, not the tensor.
 """
-import sys
 from contextlib import contextmanager
 from functools import partial
 from itertools import islice
@@ -30,17 +24,18 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
-from thinc.types import Floats1d, Floats2d, Floats3d
+from thinc.types import Floats3d
 
-from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, doc_data, install_extensions
+from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
-from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_segment_cache, set_token_cache
+from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_span_cache, set_token_cache
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
 from ..models.loaders import build_elmo_weights_loader_v1
-from ..models.segment_cache import SegmentCache
+from ..models.span_cache import SpanCache
 from ..models.types import BiLMModelT, WeightsLoaderT
+from .vector_hooks import in_spacy_worker_process, set_vector_hooks
 
 DEFAULT_CONFIG = Config().from_str(
     """
@@ -78,7 +73,7 @@ def make_elmo(
     vector_hooks (bool): make token, span and Doc ``.vector`` and
         ``.similarity`` read ``Doc.tensor`` (when ``doc_tensor`` is set).
     frozen_cache_mb (int): in training with a frozen biLM, keep the layers of up
-        to this many MB of distinct sentences, so each is encoded once per run
+        to this many MB of distinct spans, so each is encoded once per run
         rather than once per epoch (0: off). The memory is on the biLM's device
         and is held as long as the component.
     token_cache_size (int): in prediction, keep the token-layer vectors (character
@@ -127,7 +122,7 @@ class ElmoComponent(TrainablePipe):
         self.listener_map: Dict[str, List[ElmoListener]] = {}
         self.cfg: Dict[str, Any] = {}
         self.model.attrs["replace_listener"] = replace_listener
-        self.segment_cache = SegmentCache(max_bytes=frozen_cache_mb * 2**20)
+        self.span_cache = SpanCache(max_bytes=frozen_cache_mb * 2**20)
         set_token_cache(self.model, token_cache_size)
         set_precision(self.model, precision)
         self.frozen = frozen
@@ -139,7 +134,7 @@ class ElmoComponent(TrainablePipe):
     @frozen.setter
     def frozen(self, value: bool) -> None:
         self._frozen = value
-        self.segment_cache.clear()
+        self.span_cache.clear()
         # Listeners replaced by an inline copy inherit the setting in their config.
         self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=value)
 
@@ -190,7 +185,7 @@ class ElmoComponent(TrainablePipe):
     def set_annotations(self, docs: Sequence[Doc], layers: List[Floats3d]) -> None:
         """Set ``doc._.elmo`` and, per ``doc_tensor``, ``Doc.tensor``."""
         install_extensions()
-        hooks = self.vector_hooks and self.doc_tensor is not None and not _in_spacy_worker_process()
+        hooks = self.vector_hooks and self.doc_tensor is not None and not in_spacy_worker_process()
         for doc, doc_layers in zip(docs, layers):
             data = ElmoDocData(layers=doc_layers)
             setattr(doc._, EXTENSION, data)
@@ -225,12 +220,12 @@ class ElmoComponent(TrainablePipe):
             return losses
         if self.frozen:
             # Fixed weights: each distinct span is encoded once per training run.
-            self.segment_cache.serve(get_bilm(self.model))
-            set_segment_cache(self.model, self.segment_cache)
+            self.span_cache.serve(get_bilm(self.model))
+            set_span_cache(self.model, self.span_cache)
             try:
                 outputs = self.model.predict(docs)
             finally:
-                set_segment_cache(self.model, None)
+                set_span_cache(self.model, None)
             accumulate_gradient = backprop = no_gradient
         else:
             set_dropout_rate(self.model, drop)
@@ -309,67 +304,6 @@ def _damaged_as_one_line(what: str) -> Iterator[None]:
         raise
     except (ValueError, KeyError, TypeError) as err:
         raise WeightsError(f"{what} is damaged or incomplete ({one_line(err, 200)})") from None
-
-
-def set_vector_hooks(doc: Doc, mix: str) -> None:
-    """Make token, span and Doc vectors and similarities contextual.
-
-    They read the ``mix`` of ``doc._.elmo`` (the same values as ``Doc.tensor``
-    right after this component), so a ``tok2vec`` that later overwrites
-    ``Doc.tensor`` does not change them; without ``doc._.elmo`` (dropped by
-    ``doc_cleaner``) they read ``Doc.tensor``.
-    """
-    token_vector, span_vector = partial(_token_vector, mix=mix), partial(_span_vector, mix=mix)
-    doc.user_token_hooks["vector"] = token_vector
-    doc.user_token_hooks["has_vector"] = _has_vector
-    doc.user_span_hooks["vector"] = span_vector
-    doc.user_span_hooks["has_vector"] = _has_vector
-    doc.user_hooks["vector"] = span_vector
-    doc.user_hooks["has_vector"] = _has_vector
-    for hooks in (doc.user_token_hooks, doc.user_span_hooks, doc.user_hooks):
-        hooks["similarity"] = _cosine_similarity
-
-
-def _in_spacy_worker_process() -> bool:
-    """True when called under ``nlp.pipe(n_process>1)``'s worker (spaCy's
-    ``_apply_pipes``), which sends every Doc back as bytes: hooks cannot travel,
-    and setting them would only make spaCy warn W109 for each Doc."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "_apply_pipes" and frame.f_globals.get("__name__") == "spacy.language":
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _contextual_vectors(doc: Doc, mix: str) -> Floats2d:
-    data = doc_data(doc)
-    return doc.tensor if data is None else data.mixed(mix)
-
-
-def _token_vector(token, mix: str) -> Floats1d:
-    return _contextual_vectors(token.doc, mix)[token.i]
-
-
-def _span_vector(span, mix: str) -> Floats1d:
-    """The mean of the span's (or Doc's) token vectors; zeros when empty."""
-    vectors = _contextual_vectors(span.doc, mix)
-    if len(span) == 0:
-        return vectors[:1].sum(axis=0) * 0
-    rows = vectors[span.start : span.end] if hasattr(span, "start") else vectors
-    return rows.mean(axis=0)
-
-
-def _has_vector(obj) -> bool:
-    return True
-
-
-def _cosine_similarity(obj, other) -> float:
-    a, b = obj.vector, other.vector
-    norms = float((a**2).sum() ** 0.5) * float((b**2).sum() ** 0.5)
-    if a.shape != b.shape or norms == 0.0:
-        return 0.0
-    return float((a * b).sum()) / norms
 
 
 Language.factory(

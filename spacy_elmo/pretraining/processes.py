@@ -11,7 +11,6 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ..models.pytorch.device import select_device
 from .errors import TrainingError
 
 T = TypeVar("T")
@@ -76,15 +75,16 @@ class Processes:
             dist.barrier()
 
 
-def setup_processes(gpu_id: Optional[int] = None) -> Processes:
-    """One process (CPU, or GPU `gpu_id`), or the process group `torchrun` describes.
+def setup_processes(device: Optional[torch.device] = None) -> Processes:
+    """One process (on `device`, the CPU by default), or the process group
+    `torchrun` describes.
 
     Under torchrun every process uses GPU ``LOCAL_RANK`` when CUDA is available
-    (unless ``gpu_id`` is -1) and the CPU with the gloo backend otherwise.
+    (unless `device` is the CPU) and the CPU with the gloo backend otherwise.
     """
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size > 1:
-        use_cuda = torch.cuda.is_available() and (gpu_id is None or gpu_id >= 0)
+        use_cuda = torch.cuda.is_available() and (device is None or device.type == "cuda")
         device = torch.device("cpu")
         if use_cuda:
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -92,7 +92,7 @@ def setup_processes(gpu_id: Optional[int] = None) -> Processes:
         if not dist.is_initialized():
             dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(hours=2))
         return Processes(dist.get_rank(), dist.get_world_size(), device)
-    device = select_device(gpu_id)
+    device = device if device is not None else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return Processes(0, 1, device)

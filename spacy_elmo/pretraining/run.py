@@ -451,11 +451,11 @@ def _describe(model: BiLMLanguageModel, vocab: Vocabulary, trainer: Trainer) -> 
 
 
 def pretrain(
-    config: PretrainConfig, output_dir: PathLike, *, gpu_id: Optional[int] = None,
+    config: PretrainConfig, output_dir: PathLike, *, device: Optional[torch.device] = None,
     resume: bool = False, init_from: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
-    """Train (or continue) a biLM; returns the final step and held-out perplexities."""
-    processes = setup_processes(gpu_id)
+    """Train (or continue) a biLM on `device` (see `setup_processes`); returns the final step and held-out perplexities."""
+    processes = setup_processes(device)
     try:
         return PretrainRun(config, output_dir, processes, resume=resume, init_from=init_from).run()
     finally:

@@ -39,7 +39,7 @@ def test_outputs_every_layer_per_token_span_by_span(vocab, loader):
     docs = [Doc(vocab, words="the bank of the river was muddy".split()), Doc(vocab, words=[])]
     layers = model.predict(docs)
     assert [x.shape for x in layers] == [(3, 7, 32), (3, 0, 32)]
-    # max_length 4: the windows "the bank of the" and "river was muddy" are read apart.
+    # max_length 4: the spans "the bank of the" and "river was muddy" are read apart.
     numpy.testing.assert_allclose(layers[0][:, :4], _direct(model, "the bank of the".split()), atol=1e-6)
     numpy.testing.assert_allclose(layers[0][:, 4:], _direct(model, "river was muddy".split()), atol=1e-6)
 

@@ -1,4 +1,4 @@
-"""Span getters: sentences when the Doc has them, bounded windows otherwise."""
+"""Span getters: sentences when the Doc has them, bounded spans otherwise."""
 import pytest
 import spacy
 from spacy.tokens import Doc
@@ -18,11 +18,11 @@ def _texts(spans):
 def test_sentences_when_the_doc_has_them(vocab):
     doc = Doc(vocab, words="a b c . d e .".split(), sent_starts=[1, 0, 0, 0, 1, 0, 0])
     assert _texts(build_sentence_spans_v1(max_length=10)([doc])) == [["a b c .", "d e ."]]
-    # Long sentences are cut into windows.
+    # Long sentences are cut into spans of at most max_length tokens.
     assert _texts(build_sentence_spans_v1(max_length=3)([doc])) == [["a b c", ".", "d e ."]]
 
 
-def test_windows_without_sentence_boundaries(vocab):
+def test_bounded_spans_without_sentence_boundaries(vocab):
     docs = [Doc(vocab, words=list("abcdefg")), Doc(vocab, words=[])]
     assert _texts(build_sentence_spans_v1(max_length=3)(docs)) == [["a b c", "d e f", "g"], []]
     assert sum(len(s) for s in build_sentence_spans_v1(max_length=256)([Doc(vocab, words=["w"] * 1000)])[0]) == 1000

@@ -140,7 +140,7 @@ def test_empty_whitespace_and_one_token_docs(nlp):
     assert [t.tag_ for t in docs[3]]  # the tagger still predicts
 
 
-def test_long_doc_without_sentence_boundaries_is_read_in_bounded_windows(nlp, monkeypatch):
+def test_long_doc_without_sentence_boundaries_is_read_in_bounded_spans(nlp, monkeypatch):
     elmo = nlp.get_pipe("elmo")
     bilm = get_bilm(elmo.model)
     padded_sizes = []
@@ -157,7 +157,7 @@ def test_long_doc_without_sentence_boundaries_is_read_in_bounded_windows(nlp, mo
     assert doc._.elmo.layers.shape == (3, 20_000, 32)
     assert len(padded_sizes) >= 3
     assert max(padded_sizes) <= elmo.model.attrs["max_batch_tokens"]
-    # Windows of 256 tokens, each read on its own: windows 0 and 5 hold the same words.
+    # Spans of 256 tokens, each read on its own: spans 0 and 5 hold the same words.
     numpy.testing.assert_allclose(doc._.elmo.layers[:, :256], doc._.elmo.layers[:, 1280:1536], atol=1e-6)
     assert not numpy.allclose(doc._.elmo.layers[:, 256:512], doc._.elmo.layers[:, 1280:1536], atol=1e-3)
 

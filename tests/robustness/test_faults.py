@@ -185,7 +185,7 @@ def test_a_run_keeps_the_files_it_did_not_write_in_its_output_directory(workspac
 
 
 def test_one_very_long_line_keeps_embed_memory_bounded(workspace):
-    """A 100,000-token line is encoded in windows: its peak memory is about a short line's."""
+    """A 100,000-token line is encoded in spans: its peak memory is about a short line's."""
     def peak_rss_mb(line: str, times: int) -> float:
         _text_and_previous_output(workspace, line, times)
         done = subprocess.run(EMBED, cwd=workspace, env=ONE_THREAD, capture_output=True, text=True, timeout=600)
@@ -194,4 +194,4 @@ def test_one_very_long_line_keeps_embed_memory_bounded(workspace):
 
     short = peak_rss_mb("a short line\n", 1)
     long = peak_rss_mb("word " * 100_000 + "\n", 1)
-    assert long - short < 150, (short, long)  # unwindowed, this line took about 640 MB more
+    assert long - short < 150, (short, long)  # in one piece, this line took about 640 MB more

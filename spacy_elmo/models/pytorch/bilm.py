@@ -57,7 +57,8 @@ class ElmoBiLM(nn.Module):
 
     Sentences are encoded independently from a zero LSTM state, so a sentence
     gets the same vectors whatever else is in the batch. Pass ``initial_state``
-    (and ``run_boundary_steps=True``) to replay the reference's stateful mode.
+    (and ``run_boundary_steps=True``) to replay the reference's stateful mode
+    (:class:`~.stateful_bilm.StatefulBiLM`).
     """
 
     def __init__(self, options: BiLMOptions) -> None:
@@ -219,50 +220,3 @@ class ElmoBiLM(nn.Module):
             padded = torch.cat([packed, zero], dim=1)
             layers.append(torch.cat([select_rows(padded[0], halves[0]), select_rows(padded[1], halves[1])], dim=2))
         return torch.stack(layers, dim=1)
-
-
-class StatefulBiLM:
-    """Replays the reference implementations' stateful mode (for parity checks).
-
-    AllenNLP and bilm-tf carry each batch row's LSTM state into the same row of
-    the next batch, which makes a sentence's vectors depend on what came before
-    it. :class:`ElmoBiLM` does not do this by default; this wrapper does, with the
-    reference's rules: state starts at zero, a larger batch gets zero state in its
-    new rows, and rows beyond a smaller batch keep their state.
-    """
-
-    def __init__(self, bilm: ElmoBiLM) -> None:
-        self.bilm = bilm
-        self.state: Optional[List[LstmState]] = None
-
-    def reset(self) -> None:
-        self.state = None
-
-    def __call__(self, char_ids: Tensor) -> BiLMOutput:
-        batch = char_ids.shape[0]
-        if self.state is None:
-            options = self.bilm.options
-            param = self.bilm.lstm.biases[0]
-            self.state = [
-                (
-                    param.new_zeros((2, batch, options.projection_dim)),
-                    param.new_zeros((2, batch, options.lstm_dim)),
-                )
-                for _ in range(options.n_layers)
-            ]
-        grow = batch - self.state[0][0].shape[1]
-        if grow > 0:
-            self.state = [
-                (torch.cat([h, h.new_zeros((2, grow, h.shape[2]))], 1),
-                 torch.cat([c, c.new_zeros((2, grow, c.shape[2]))], 1))
-                for h, c in self.state
-            ]
-        output = self.bilm(
-            char_ids, initial_state=[(h[:, :batch], c[:, :batch]) for h, c in self.state]
-        )
-        assert output.final_state is not None
-        self.state = [
-            (torch.cat([h_new, h[:, batch:]], 1), torch.cat([c_new, c[:, batch:]], 1))
-            for (h_new, c_new), (h, c) in zip(output.final_state, self.state)
-        ]
-        return output

@@ -4,17 +4,19 @@ Sentences are grouped by length inside a window of the input so that batches
 carry little padding; every sentence is encoded independently of its batch
 (zero initial state), so the grouping never changes a vector.
 """
-from functools import partial
 from itertools import islice
-from typing import Iterable, Iterator, List, Optional, Sequence
+from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy
 import torch
 
 from .batching import length_sorted_batches
 from .bilm import ElmoBiLM
-from .encode import DeviceLike, Sentence, encode
+from .char_ids import batch_to_char_ids
 from .token_vector_cache import TokenVectorCache
+
+Sentence = Sequence[str]
+DeviceLike = Union[str, torch.device]
 
 
 class ElmoEmbedder:
@@ -31,8 +33,8 @@ class ElmoEmbedder:
     :param precision: "fp32", or "int8" for the LSTM's gate products on a CPU
         with VNNI (see :attr:`ElmoBiLM.precision`).
     :param max_length: a sentence longer than this many tokens is encoded in
-        windows of at most this many (each from a zero state, as the spaCy
-        component's spans), so memory stays bounded on any input.
+        spans of at most this many (each from a zero state, as in the spaCy
+        component), so memory stays bounded on any input.
     """
 
     def __init__(
@@ -69,23 +71,23 @@ class ElmoEmbedder:
             window = [list(s) for s in islice(iterator, window_size)]
             if not window:
                 return
-            # Long sentences as pieces of at most max_length tokens, joined again below.
-            pieces: List[Sentence] = []
-            n_pieces = []
+            # Long sentences as spans of at most max_length tokens, joined again below.
+            spans: List[Sentence] = []
+            n_spans = []
             for sentence in window:
-                chunks = [sentence[i : i + self.max_length] for i in range(0, len(sentence), self.max_length)]
-                pieces.extend(chunks or [sentence])
-                n_pieces.append(max(len(chunks), 1))
-            results: List[Optional[numpy.ndarray]] = [None] * len(pieces)
+                sentence_spans = [sentence[i : i + self.max_length] for i in range(0, len(sentence), self.max_length)]
+                spans.extend(sentence_spans or [sentence])
+                n_spans.append(max(len(sentence_spans), 1))
+            results: List[Optional[numpy.ndarray]] = [None] * len(spans)
             batches = length_sorted_batches(
-                pieces, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
+                spans, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens
             )
             for indices in batches:
-                layers = self.embed_batch([pieces[i] for i in indices])
+                layers = self.embed_batch([spans[i] for i in indices])
                 for i, array in zip(indices, layers):
                     results[i] = array
             start = 0
-            for count in n_pieces:
+            for count in n_spans:
                 parts = results[start : start + count]
                 start += count
                 yield parts[0] if count == 1 else numpy.concatenate(parts, axis=1)  # type: ignore[misc]
@@ -93,6 +95,6 @@ class ElmoEmbedder:
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
-            forward = partial(self.bilm, token_cache=self.token_cache)
-            layers = encode(forward, sentences, self.device).layers.to("cpu", torch.float32).numpy()
+            char_ids = batch_to_char_ids(sentences).to(self.device)
+            layers = self.bilm(char_ids, token_cache=self.token_cache).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]

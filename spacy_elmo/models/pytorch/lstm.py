@@ -5,7 +5,6 @@ step ``t`` owns the contiguous rows ``offsets[t] : offsets[t] + batch_sizes[t]``
 and no work is spent on padding. Direction 0 reads each sequence forwards,
 direction 1 reads it reversed; both share the packing plan.
 """
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Tuple
 
@@ -13,6 +12,7 @@ import torch
 from torch import Tensor, nn
 
 from .direction_threads import run_directions_in_threads
+from .lstm_policy import threads_in_prediction, threads_in_training, trains_through_recurrence
 from .lstm_recurrence import RecurrenceSpec, lstm_recurrence
 from .options import BiLMOptions
 from .int8_linear import Int8Weights
@@ -25,27 +25,6 @@ LstmState = Tuple[Tensor, Tensor]
 # Rows of the input projection computed in one matrix multiply; bounds the memory
 # of the precomputed gate inputs on long inputs while keeping the GEMM efficient.
 _INPUT_CHUNK_ROWS = 2048
-# In prediction the directions go to their own threads only where each step's
-# products are large: for smaller weights, handing Python's GIL between the
-# threads at every op costs more than the second core gives, and one batched
-# product for both directions is faster (measured on a 2-core AMD EPYC:
-# english-compact 1.7x at batch 1, 1.8x at batch 4, even at 32; `original`, 4096
-# cells: threads 2.2x faster at batch 4, 1.2x at 32, 1.06x at 1).
-_MIN_STEP_WEIGHTS_FOR_THREADS = 2_000_000
-
-_autograd_only = False
-
-
-@contextmanager
-def autograd_recurrence() -> Iterator[None]:
-    """Train through the per-step autograd graph instead of :func:`lstm_recurrence`
-    (the reference for tests and benchmarks). Process-wide, not thread-local."""
-    global _autograd_only
-    before, _autograd_only = _autograd_only, True
-    try:
-        yield
-    finally:
-        _autograd_only = before
 
 
 @dataclass(frozen=True)
@@ -100,7 +79,7 @@ class BiLstmStack(nn.Module):
         forget_bias[hidden : 2 * hidden] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
         self.dropout = 0.0
-        #: Run the two directions on two CPU threads (see :meth:`forward`).
+        #: Run the two directions on two CPU threads (see :mod:`.lstm_policy`).
         self.parallel_directions = True
         self._packed = PackedWeights()
         #: "fp32", or "int8": the gate products of CPU inference in int8 (opt-in).
@@ -152,13 +131,12 @@ class BiLstmStack(nn.Module):
         spec = (
             RecurrenceSpec(
                 plan.batch_sizes, self.cell_clip, self.proj_clip,
-                directions_in_threads=(
-                    inputs.device.type == "cpu" and torch.get_num_threads() >= 2 and self.parallel_directions
-                ),
+                directions_in_threads=threads_in_training(inputs, self.parallel_directions),
             )
-            if self._records_gradients(inputs) else None
+            if trains_through_recurrence(inputs, self.parameters()) else None
         )
-        if inputs.device.type != "cpu" or not self._directions_in_threads(spec):
+        step_weights = self.hidden_weights[0][0].numel() + self.projections[0][0].numel()
+        if spec is not None or not threads_in_prediction(inputs, self.parallel_directions, step_weights):
             # One node per layer for both directions: in training, its forward
             # and backward run the directions on two threads (lstm_recurrence).
             return self._run_directions(inputs, plan, initial_state, slice(0, 2), masks, spec)
@@ -180,29 +158,6 @@ class BiLstmStack(nn.Module):
             for (fh, fc), (bh, bc) in zip(forward[1], backward[1])
         ]
         return outputs, states
-
-    def _directions_in_threads(self, spec: Optional[RecurrenceSpec]) -> bool:
-        """In prediction on CPU, whether each direction runs on its own thread
-        (through the prepacked single-direction products); see
-        `_MIN_STEP_WEIGHTS_FOR_THREADS`. Training threads inside the recurrence."""
-        step_weights = self.hidden_weights[0][0].numel() + self.projections[0][0].numel()
-        return (
-            spec is None and torch.get_num_threads() >= 2 and self.parallel_directions
-            and step_weights >= _MIN_STEP_WEIGHTS_FOR_THREADS
-        )
-
-    def _records_gradients(self, inputs: Tensor) -> bool:
-        """Whether this call trains, so that :func:`lstm_recurrence` runs the layers.
-
-        Not under autocast: the per-step path computes its products in autocast's
-        dtype, the recurrence would not (left to a later change).
-        """
-        return (
-            torch.is_grad_enabled()
-            and not _autograd_only
-            and not torch.is_autocast_enabled(inputs.device.type)
-            and (inputs.requires_grad or any(p.requires_grad for p in self.parameters()))
-        )
 
     def _dropout_masks(self, inputs: Tensor) -> Optional[List[Tensor]]:
         """Per layer, the (scaled) dropout mask of its input, *Shape:* like ``inputs``.

@@ -1,9 +1,9 @@
-"""ElmoEmbedder: input order, the same vectors as one encode per sentence, long sentences in windows."""
+"""ElmoEmbedder: input order, the same vectors as one encode per sentence, long sentences in spans."""
 import numpy
 import torch
 
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
-from spacy_elmo.models.pytorch.encode import encode
 
 SENTENCES = [s.split() for s in ("a b c d e", "f", "g h", "", "i j k l m n o p", "q r s")]
 
@@ -14,13 +14,13 @@ def test_embed_keeps_input_order_and_matches_one_encode_per_sentence(fixture_bil
     assert [a.shape[1] for a in arrays] == [len(s) for s in SENTENCES]
     for sentence, array in zip(SENTENCES, arrays):
         with torch.inference_mode():
-            alone = encode(fixture_bilm, [sentence], "cpu").layers[0].numpy()
+            alone = fixture_bilm(batch_to_char_ids([sentence])).layers[0].numpy()
         numpy.testing.assert_allclose(array, alone, rtol=0, atol=1e-5)
         assert array.dtype == numpy.float32
 
 
-def test_a_long_sentence_is_encoded_in_bounded_windows(fixture_bilm):
-    """Memory stays bounded on one long line: windows of max_length tokens, each
+def test_a_long_sentence_is_encoded_in_bounded_spans(fixture_bilm):
+    """Memory stays bounded on one long line: spans of max_length tokens, each
     encoded as a sentence of its own, joined in order."""
     long = [f"w{i % 37}" for i in range(23)]
     embedder = ElmoEmbedder(fixture_bilm, batch_size=4, max_length=10)
@@ -28,5 +28,5 @@ def test_a_long_sentence_is_encoded_in_bounded_windows(fixture_bilm):
     assert [a.shape[1] for a in arrays] == [2, 23, 0]
     for start in (0, 10, 20):
         with torch.inference_mode():
-            alone = encode(fixture_bilm, [long[start : start + 10]], "cpu").layers[0].numpy()
+            alone = fixture_bilm(batch_to_char_ids([long[start : start + 10]])).layers[0].numpy()
         numpy.testing.assert_allclose(arrays[1][:, start : start + 10], alone, rtol=0, atol=1e-5)

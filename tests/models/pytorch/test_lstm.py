@@ -6,7 +6,8 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from spacy_elmo.models.pytorch.lstm import BiLstmStack, PackingPlan, autograd_recurrence
+from spacy_elmo.models.pytorch.lstm import BiLstmStack, PackingPlan
+from spacy_elmo.models.pytorch.lstm_policy import autograd_recurrence
 from spacy_elmo.models.pytorch.lstm_recurrence import RecurrenceSpec, lstm_recurrence
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 

@@ -6,7 +6,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.models.pytorch.bilm import StatefulBiLM
+from spacy_elmo.models.pytorch.stateful_bilm import StatefulBiLM
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids, token_char_ids
 from spacy_elmo.models.pytorch.original_format import load_bilm
 

@@ -2,13 +2,13 @@
 import numpy
 import pytest
 
-from spacy_elmo.models.segment_cache import SegmentCache
+from spacy_elmo.models.span_cache import SpanCache
 
 from ..pipeline.util import elmo_nlp, train, TRAIN_DATA
 
 
 def test_the_cache_keeps_copies_up_to_its_bound():
-    cache = SegmentCache(max_bytes=2 * 3 * 2 * 4 * 4)  # two spans of 2 words, (3, 2, 4) float32
+    cache = SpanCache(max_bytes=2 * 3 * 2 * 4 * 4)  # two spans of 2 words, (3, 2, 4) float32
     layers = numpy.ones((3, 2, 4), dtype="f")
     cache.put(["a", "b"], layers)
     layers[:] = 5
@@ -24,7 +24,7 @@ def test_the_cache_keeps_copies_up_to_its_bound():
 
 
 def test_another_biLM_empties_the_cache():
-    cache = SegmentCache(max_bytes=1 << 20)
+    cache = SpanCache(max_bytes=1 << 20)
     first, second = object(), object()
     cache.serve(first)
     cache.put(["a"], numpy.ones((3, 1, 4), dtype="f"))
@@ -44,11 +44,11 @@ def test_frozen_training_encodes_each_sentence_once_with_the_same_results(weight
     uncached = elmo_nlp(weights, elmo_config={"frozen_cache_mb": 0})
     losses = [train(nlp, n_steps=4) for nlp in (cached, uncached)]
     elmo = cached.get_pipe("elmo")
-    assert len(elmo.segment_cache) == len(TRAIN_DATA)
-    assert elmo.segment_cache.hits == 3 * len(TRAIN_DATA)
-    assert len(uncached.get_pipe("elmo").segment_cache) == 0
+    assert len(elmo.span_cache) == len(TRAIN_DATA)
+    assert elmo.span_cache.hits == 3 * len(TRAIN_DATA)
+    assert len(uncached.get_pipe("elmo").span_cache) == 0
     assert losses[0]["tagger"] == pytest.approx(losses[1]["tagger"], rel=1e-5)
-    assert "segment_cache" not in elmo.model.attrs or elmo.model.attrs["segment_cache"] is None
+    assert "span_cache" not in elmo.model.attrs or elmo.model.attrs["span_cache"] is None
     cached.to_bytes()  # the cache is not part of the pipeline
 
 
@@ -61,15 +61,15 @@ def test_repeated_and_whitespace_sentences_come_back_identical(weights, one_torc
     examples = [Example.from_dict(nlp.make_doc(t), {}) for t in texts]
     for _ in range(2):
         elmo.update(examples)
-    assert len(elmo.segment_cache) == 2
+    assert len(elmo.span_cache) == 2
     expected = elmo.predict([nlp.make_doc(t) for t in texts])
-    from spacy_elmo.models.bilm_layer import set_segment_cache
+    from spacy_elmo.models.bilm_layer import set_span_cache
 
-    set_segment_cache(elmo.model, elmo.segment_cache)
+    set_span_cache(elmo.model, elmo.span_cache)
     try:
         cached = elmo.predict([nlp.make_doc(t) for t in texts])
     finally:
-        set_segment_cache(elmo.model, None)
+        set_span_cache(elmo.model, None)
     for got, want in zip(cached, expected):
         numpy.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-6)
     assert numpy.all(cached[0][:, 1] == 0)  # the whitespace token gets zeros, cached or not
@@ -88,11 +88,11 @@ def test_the_cache_is_dropped_when_the_biLM_is_unfrozen(weights, one_torch_threa
     nlp = elmo_nlp(weights)
     train(nlp, n_steps=1)
     elmo = nlp.get_pipe("elmo")
-    assert len(elmo.segment_cache) > 0
+    assert len(elmo.span_cache) > 0
     elmo.frozen = False
-    assert len(elmo.segment_cache) == 0
+    assert len(elmo.span_cache) == 0
     train(nlp, n_steps=1)
-    assert len(elmo.segment_cache) == 0
+    assert len(elmo.span_cache) == 0
 
 
 def test_the_token_cache_gives_the_same_vectors_and_follows_new_weights(weights):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from spacy_elmo.errors import SpacyElmoError
-from spacy_elmo.models.pytorch.device import select_device
+from spacy_elmo.cli.device import select_device
 
 
 @pytest.mark.parametrize("gpu_id", [None, -1, -2])

@@ -3,7 +3,7 @@ from typing import Optional
 
 import torch
 
-from ...errors import SpacyElmoError
+from ..errors import SpacyElmoError
 
 
 def select_device(gpu_id: Optional[int] = None) -> torch.device:

@@ -10,7 +10,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from thinc.types import Floats3d
 
 
-class SegmentCache:
+class SpanCache:
     """Layers *Shape:* ``(n_layers, n_words, width)`` per span, keyed by its words."""
 
     def __init__(self, max_bytes: int) -> None:
