@@ -22,7 +22,8 @@ from typing import Dict, List
 import numpy
 import torch
 
-from spacy_elmo.pretraining.config import default_config_text, parse_config
+from spacy_elmo.pretraining.config import parse_config
+from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
 from spacy_elmo.pretraining.processes import Processes
 from spacy_elmo.pretraining.trainer import Trainer, build_model

@@ -12,7 +12,8 @@ import torch
 
 from spacy_elmo.cli import main
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
-from spacy_elmo.pretraining.config import default_config_text, load_config
+from spacy_elmo.pretraining.config import load_config
+from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.metrics import MetricsLog
 
 FAST = [

@@ -2,7 +2,8 @@
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from spacy_elmo.pretraining.config import PretrainConfig, default_config_text, parse_config
+from spacy_elmo.pretraining.config import PretrainConfig, parse_config
+from spacy_elmo.pretraining.default_config import default_config_text
 
 
 def fast_overrides(train: Path, dev: Optional[Path] = None, **extra: Any) -> Dict[str, Any]:
