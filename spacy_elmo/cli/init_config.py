@@ -4,7 +4,7 @@ from pathlib import Path
 import typer
 from wasabi import msg
 
-from . import app
+from .app import app
 
 
 @app.command("init-config")

@@ -5,7 +5,7 @@ from typing import List, Optional, Tuple, Union
 import typer
 from spacy.cli._util import parse_config_overrides
 
-from . import app
+from .app import app
 
 
 @app.command(
