@@ -3,6 +3,7 @@ checkpoints with the exported model, and the guards that stop a run gone wrong."
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from wasabi import msg
@@ -14,6 +15,7 @@ from .corpus import BatchStream, Sentence
 from .errors import TrainingError
 from .evaluation import held_out_perplexity
 from .metrics import plot_perplexity
+from .processes import Processes
 from .progress import Progress
 from .run_directory import RunDirectory
 from .trainer import Trainer
@@ -25,6 +27,7 @@ logger = logging.getLogger(__name__)
 DIVERGENCE_FACTOR = 10
 
 
+@dataclass
 class TrainingLoop:
     """Steps of `trainer` on `stream` from `progress` up to `max_steps`, on every process.
 
@@ -33,23 +36,24 @@ class TrainingLoop:
     :param origin: what the run started from, saved with each checkpoint.
     """
 
-    def __init__(
-        self, config: PretrainConfig, directory: RunDirectory, *, trainer: Trainer, stream: BatchStream,
-        progress: Progress, vocab: Vocabulary, max_steps: int, dev: Optional[List[Sentence]],
-        stats: Optional[Dict[str, Any]], origin: Dict[str, Any],
-    ) -> None:
-        self.config = config
-        self.directory = directory
-        self.trainer = trainer
-        self.processes = trainer.processes
-        self.stream = stream
-        self.progress = progress
-        self.vocab = vocab
-        self.max_steps = max_steps
-        self.dev = dev
-        self.stats = stats
-        self.origin = origin
-        self.n_train_tokens = stats["n_tokens"] if stats else None
+    config: PretrainConfig
+    directory: RunDirectory
+    trainer: Trainer
+    stream: BatchStream
+    progress: Progress
+    vocab: Vocabulary
+    max_steps: int
+    dev: Optional[List[Sentence]]
+    stats: Optional[Dict[str, Any]]
+    origin: Dict[str, Any]
+
+    @property
+    def processes(self) -> Processes:
+        return self.trainer.processes
+
+    @property
+    def n_train_tokens(self) -> Optional[int]:
+        return self.stats["n_tokens"] if self.stats else None
 
     def run(self) -> Dict[str, Any]:
         """Train; returns the final step and the last held-out perplexities."""
