@@ -6,22 +6,9 @@ import typer
 
 from ..errors import SpacyElmoError
 from ..stopping import stopping_on_sigterm
-
-app = typer.Typer(
-    name="spacy-elmo", add_completion=False, no_args_is_help=True,
-    help="ELMo for spaCy: embed text, pretrain a biLM and measure its perplexity, inspect pipelines.",
-)
-
-
-@app.callback()
-def _commands() -> None:
-    """ELMo for spaCy: embed text, pretrain a biLM and measure its perplexity, inspect pipelines."""
-
-
-# Each command module registers itself on `app`.
-from . import embed  # noqa: E402,F401
-from . import inspect  # noqa: E402,F401
-from . import init_config, perplexity, pretrain  # noqa: E402,F401
+# Each command module registers its command on `app`, in the order --help lists them.
+from . import embed, inspect, init_config, perplexity, pretrain  # noqa: F401,I001
+from .app import app
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import typer
 
-from . import app
+from .app import app
 from .device import select_device
 from ..errors import InputError, SpacyElmoError
 from ..models.pytorch.embedder import ElmoEmbedder

@@ -4,7 +4,7 @@ from pathlib import Path
 import typer
 from wasabi import msg
 
-from . import app
+from .app import app
 
 
 @app.command("init-config")
@@ -14,7 +14,8 @@ def init_config_cli(
     lang: str = typer.Option("en", "--lang", "-l", help="spaCy language of the tokenizer, or 'whitespace'"),
 ) -> None:
     """Write the default pretraining config, with a comment on every setting."""
-    from ..pretraining.config import default_config_text, parse_config
+    from ..pretraining.config import parse_config
+    from ..pretraining.default_config import default_config_text
     from ..pretraining.corpus import TextSplitter
     from ..output_files import atomic_output_path
 

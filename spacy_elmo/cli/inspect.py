@@ -11,7 +11,7 @@ import numpy
 import typer
 from wasabi import msg
 
-from . import app
+from .app import app
 from ..errors import InputError, SpacyElmoError, one_line
 from ..figures import agg_pyplot, save_figure
 

@@ -5,7 +5,7 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
-from . import app
+from .app import app
 from .device import select_device
 
 

@@ -1,11 +1,11 @@
 """`pretrain`: train a biLM on your own text (one process, or one per GPU under torchrun)."""
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple, Union
 
 import typer
 from spacy.cli._util import parse_config_overrides
 
-from . import app
+from .app import app
 from .device import select_device
 
 
@@ -20,7 +20,11 @@ def pretrain_cli(
     gpu_id: Optional[int] = typer.Option(
         None, "--gpu-id", "-g", help="GPU to use (default: CPU; under torchrun, GPU LOCAL_RANK when available)"
     ),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in OUTPUT_DIR from its last checkpoint"),
+    resume: bool = typer.Option(
+        False, "--resume",
+        help="Continue the run in OUTPUT_DIR from its last checkpoint. --resume auto: continue it when it is "
+        "this run (same settings, --init-from and corpus files), else move it to OUTPUT_DIR.previous and start afresh",
+    ),
     init_from: Optional[Path] = typer.Option(
         None, "--init-from",
         help="Continue training this biLM: a directory with options.json and weights.hdf5 (original "
@@ -37,7 +41,31 @@ def pretrain_cli(
     from ..pretraining.run import pretrain
 
     keep_freed_memory()  # each step's large temporaries reuse the last step's memory
-    overrides = parse_config_overrides(ctx.args)
-    config = load_config(config_path, overrides)
+    mode, args = resume_mode(resume, ctx.args)
+    config = load_config(config_path, parse_config_overrides(args))
     device = None if gpu_id is None else select_device(gpu_id)
-    pretrain(config, output_dir, device=device, resume=resume, init_from=init_from)
+    pretrain(config, output_dir, device=device, resume=mode, init_from=init_from)
+
+
+def resume_mode(resume: bool, args: List[str]) -> Tuple[Union[bool, str], List[str]]:
+    """``--resume``'s mode (False, True or "auto") and the config overrides in `args`.
+
+    Typer has no options with an optional value, so ``--resume`` is a flag, and the
+    ``auto`` of ``--resume auto`` lands among the overrides, where a ``--section.key``
+    would stand (a value after ``--section.key`` is that setting's).
+    """
+    from ..pretraining.run import AUTO
+
+    mode: Union[bool, str] = resume
+    rest: List[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if mode is True and arg == AUTO:
+            mode, index = AUTO, index + 1
+            continue
+        takes_value = arg.startswith("--") and "=" not in arg and index + 1 < len(args) and not args[index + 1].startswith("--")
+        step = 2 if takes_value else 1
+        rest.extend(args[index : index + step])
+        index += step
+    return mode, rest

@@ -1,22 +1,26 @@
 """Training checkpoints: one file, written atomically, loaded with clear errors; the
-state of every process (data position, random state, running sums) goes in it."""
+state of every process (data position, random state, running sums) goes in it.
+Before a run continues from one, the checks here say whether it can.
+"""
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
+from confection import Config
 
+from ..errors import InputError, one_line
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
-from .corpus import BatchStream
-from ..errors import one_line
+from .corpus import BatchStream, resolve_corpus_files
 from .errors import CheckpointError, ConfigError
 from .progress import Progress
+from .run_directory import RunDirectory
+from .token_cache import file_identity
 from .trainer import Trainer
 from .vocab import Vocabulary
 
-CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "spacy-elmo.pretrain-checkpoint.v1"
 _REQUIRED = ("format", "step", "model", "optimizer", "processes", "config", "vocab")
 
@@ -64,12 +68,19 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     return state
 
 
+def run_origin(init_from: Optional[str], corpus_files: Sequence[Path]) -> Dict[str, Any]:
+    """What a run started from besides its config: ``--init-from`` (as given) and its
+    corpus files (training and held-out) as they are now (:func:`file_identity`)."""
+    return {"init_from": init_from, "corpus_files": [file_identity(path) for path in corpus_files]}
+
+
 def save_training_state(
     path: Union[str, Path], *, trainer: Trainer, stream: BatchStream, progress: Progress,
-    config: PretrainConfig, vocab: Vocabulary,
+    config: PretrainConfig, vocab: Vocabulary, origin: Dict[str, Any],
 ) -> None:
     """Gather every process's data position, random state and running sums to the
-    main process, which writes them with the model and optimizer to `path`."""
+    main process, which writes them with the model, optimizer, config and `origin`
+    (:func:`run_origin`) to `path`."""
     local = {
         "stream": stream.state_dict(),
         "sampler": trainer.sampler.state_dict() if trainer.sampler is not None else None,
@@ -90,6 +101,7 @@ def save_training_state(
                 "config": config.to_str(),
                 "sections": config.model_sections(),
                 "vocab": vocab.fingerprint(),
+                "origin": origin,
             },
             path,
         )
@@ -111,7 +123,9 @@ def saved_sections(checkpoint: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 def restore_training_state(
     checkpoint: Dict[str, Any], path: Union[str, Path], *, trainer: Trainer, stream: BatchStream, progress: Progress
 ) -> None:
-    """Put this process's part of `checkpoint` (read from `path`) back in place."""
+    """Put this process's part of `checkpoint` (read from `path`) back in place: the
+    optimizer, data position, random state and running sums (the model's weights go
+    in when it is assembled)."""
     try:
         trainer.optimizer.load_state_dict(checkpoint["optimizer"])
         local = checkpoint["processes"][trainer.processes.rank]
@@ -124,3 +138,79 @@ def restore_training_state(
         progress.load(checkpoint["step"], checkpoint["shared"], local["progress"])
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{path}: cannot restore the training state ({err!r})") from None
+
+
+def check_resumable(
+    checkpoint: Dict[str, Any], directory: RunDirectory, *, config: PretrainConfig, train_files: List[Path],
+    world_size: int,
+) -> None:
+    """Raise unless the run in `directory`, whose `checkpoint` this is, can go on under
+    `config`: the same model, softmax and vocabulary settings, the same training corpus
+    (its read position is saved) and as many processes."""
+    saved, current = saved_sections(checkpoint), config.model_sections()
+    if saved != current:
+        changed = sorted(name for name, value in current.items() if (saved or {}).get(name) != value)
+        raise ConfigError(
+            f"--resume: the config's [{'], ['.join(changed)}] differ from the run in "
+            f"{directory.path}; resume with the same model, vocab and softmax settings"
+        )
+    trained_on = str(Config().from_str(checkpoint["config"])["corpus"]["train"])
+    if not _same_files(trained_on, config.corpus.train, train_files):
+        raise ConfigError(
+            f"--resume: corpus.train is {config.corpus.train}, but the run in {directory.path} was trained on "
+            f"{trained_on}; resume with the same corpus (its read position is saved), or start a new run elsewhere"
+        )
+    if len(checkpoint["processes"]) != world_size:
+        raise CheckpointError(
+            f"{directory.checkpoint} was written by {len(checkpoint['processes'])} process(es); "
+            f"resume it with the same number (got {world_size})"
+        )
+
+
+def _same_files(saved: str, now: str, files: List[Path]) -> bool:
+    """Whether the corpus setting `saved` names the `files` that `now` names."""
+    if saved == now:
+        return True
+    try:
+        return [p.resolve() for p in resolve_corpus_files(saved, setting="corpus.train")] == [p.resolve() for p in files]
+    except InputError:
+        return False
+
+
+def check_vocabulary(checkpoint: Dict[str, Any], directory: RunDirectory, vocab: Vocabulary) -> None:
+    if vocab.fingerprint() != checkpoint["vocab"]:
+        raise CheckpointError(f"{directory.vocab} is not the vocabulary of {directory.checkpoint}")
+
+
+def check_steps_left(step: int, max_steps: int, directory: RunDirectory) -> None:
+    if step > max_steps:
+        raise ConfigError(
+            f"--resume: the run in {directory.path} is at step {step}, past training.max_steps "
+            f"({max_steps}); give a larger training.max_steps to train on"
+        )
+
+
+def another_run(checkpoint: Dict[str, Any], *, config: PretrainConfig, origin: Dict[str, Any]) -> Optional[str]:
+    """Why `checkpoint` belongs to another run than the one `config` and `origin`
+    (:func:`run_origin`) describe, or None when it is this run: the same settings, the
+    same ``--init-from`` and the same corpus files, unchanged since."""
+    try:
+        saved = Config().from_str(checkpoint["config"], interpolate=False)
+    except Exception:  # confection raises assorted parse errors
+        return "its saved config cannot be read"
+    current = Config().from_str(config.to_str(), interpolate=False)
+    changed = sorted(name for name in set(saved) | set(current) if saved.get(name) != current.get(name))
+    if changed:
+        return f"it was trained with other settings in [{'], ['.join(changed)}]"
+    saved_origin = checkpoint.get("origin")
+    if not isinstance(saved_origin, dict):
+        saved_origin = {}
+    if saved_origin.get("init_from") != origin["init_from"]:
+        return f"it started from {_start(saved_origin.get('init_from'))}, this run from {_start(origin['init_from'])}"
+    if saved_origin.get("corpus_files") != origin["corpus_files"]:
+        return "its corpus files are not as they were at its last checkpoint"
+    return None
+
+
+def _start(init_from: Optional[str]) -> str:
+    return "new weights" if init_from is None else f"--init-from {init_from}"

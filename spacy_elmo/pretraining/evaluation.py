@@ -1,4 +1,4 @@
-"""Held-out perplexity of a finished pretraining run on any text.
+"""Held-out perplexity: of the model during training, and of a finished run on any text.
 
 A run's output directory holds everything needed: the biLM (options.json,
 weights.hdf5), its softmax and vocabulary, and the config, whose corpus settings
@@ -11,18 +11,52 @@ from typing import Dict, Optional, Sequence, Union
 
 import torch
 
-from ..errors import InputError
-from ..models.pytorch.original_format import load_bilm
-from .config import load_config
-from .corpus import CorpusReader, resolve_corpus_files
+from ..models.pytorch.char_ids import batch_to_char_ids
+from .corpus import Sentence, batches_by_tokens, resolve_corpus_files
+from .model import assemble_model
+from .objective import BiLMLanguageModel, n_predictions, target_ids
+from .precision import autocast, autocast_dtype
 from .processes import Processes
-from .run import CONFIG_NAME, VOCAB_NAME, read_sentences, text_reading
-from .softmax import SOFTMAX_NAME, load_softmax
-from .statistics import count_corpus, unigram_perplexity
-from .trainer import Trainer, language_model
+from .run_directory import RunDirectory
+from .statistics import perplexity, unigram_perplexity
+from .text_reading import TextReading
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]
+
+
+@torch.no_grad()
+def held_out_perplexity(
+    model: BiLMLanguageModel, vocab: Vocabulary, sentences: Sequence[Sentence], *, processes: Processes,
+    tokens_per_batch: int, precision: str = "auto",
+) -> Dict[str, float]:
+    """Perplexity with the full softmax, per direction and averaged (bilm-tf).
+
+    Every process scores its own `sentences` on its device (where `model` is); the
+    sums are combined across processes.
+    """
+    model.eval()
+    device = processes.device
+    dtype = autocast_dtype(precision, device)
+    totals = torch.zeros(3, dtype=torch.float64, device=device)
+    for batch in batches_by_tokens(sorted(sentences, key=len), tokens_per_batch):
+        char_ids = batch_to_char_ids(batch).to(device)
+        targets = target_ids(batch, vocab).to(device)
+        with autocast(dtype, device):
+            nll = model(char_ids, targets)
+        totals[:2] += nll.double()
+        totals[2] += n_predictions(batch)
+    nll_forward, nll_backward, n_tokens = processes.sum(totals).tolist()
+    n_tokens = max(n_tokens, 1.0)
+    forward = perplexity(nll_forward, n_tokens)
+    backward = perplexity(nll_backward, n_tokens)
+    return {
+        "dev_loss": (nll_forward + nll_backward) / (2 * n_tokens),
+        "dev_perplexity_forward": forward,
+        "dev_perplexity_backward": backward,
+        "dev_perplexity": (forward + backward) / 2,
+        "dev_tokens": int(n_tokens),
+    }
 
 
 def run_perplexity(
@@ -31,27 +65,22 @@ def run_perplexity(
 ) -> Dict[str, float]:
     """Forward, backward and average perplexity (full softmax) of the run's model on
     `texts`; with `unigram`, also the unigram baseline of its training text."""
-    run_dir = Path(run_dir)
-    missing = [name for name in (CONFIG_NAME, VOCAB_NAME, SOFTMAX_NAME) if not (run_dir / name).is_file()]
-    if missing:
-        raise InputError(f"{run_dir} is not a finished pretraining run: no {', '.join(missing)}")
-    config = load_config(run_dir / CONFIG_NAME, {})
-    splitter, cache = text_reading(config, run_dir)
-    files = [file for text in texts for file in resolve_corpus_files(str(text), setting="text")]
-    sentences = read_sentences(files, splitter, config, max_sentences, name="text")
-    vocab = Vocabulary.from_disk(run_dir / VOCAB_NAME)
-    bilm = load_bilm(run_dir)
-    softmax = load_softmax(run_dir / SOFTMAX_NAME, vocab_size=len(vocab), dim=bilm.options.projection_dim)
-    trainer = Trainer(language_model(bilm, softmax, 0.0), vocab, config, Processes(0, 1, device or torch.device("cpu")))
+    directory = RunDirectory(run_dir)
+    directory.check_finished()
+    config = directory.read_config()
+    text = TextReading(config.corpus, directory.tokenized)
+    files = [file for name in texts for file in resolve_corpus_files(str(name), setting="text")]
+    sentences = text.first_sentences(files, max_sentences, name="text")
+    vocab = directory.read_vocab()
+    processes = Processes(0, 1, device or torch.device("cpu"))
+    model = assemble_model(len(vocab), pretrained=(directory.path, None), softmax=directory.softmax)
     with torch.inference_mode():
-        result = trainer.evaluate(sentences)
+        result = held_out_perplexity(
+            model.to(processes.device), vocab, sentences, processes=processes,
+            tokens_per_batch=config.training.eval_tokens_per_batch, precision=config.training.precision,
+        )
     result["sentences"] = len(sentences)
     if unigram:
-        train_files = resolve_corpus_files(config.corpus.train, setting="corpus.train")
-        reader = CorpusReader(
-            train_files, splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
-            shuffle_files=False, name="corpus.train", cache=cache,
-        )
-        counts, n_sentences, _ = count_corpus(reader.sentences())
+        counts, n_sentences, _ = text.count(resolve_corpus_files(config.corpus.train, setting="corpus.train"))
         result["unigram_perplexity"] = unigram_perplexity(counts, n_sentences, vocab, sentences)
     return result

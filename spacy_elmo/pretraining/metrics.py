@@ -1,14 +1,10 @@
-"""The metrics log (`metrics.jsonl`) and its perplexity plot."""
+"""The metrics log (a run's `metrics.jsonl`) and its perplexity plot."""
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 from ..figures import agg_pyplot, save_figure
-
 from ..output_files import atomic_output_path
-
-METRICS_NAME = "metrics.jsonl"
-PLOT_NAME = "perplexity.png"
 
 
 class MetricsLog:

@@ -1,265 +1,227 @@
-"""One `pretrain` invocation, on every process: output directory, vocabulary,
-model, the training loop with evaluation and checkpoints, and the exported biLM.
-"""
+"""One `pretrain` invocation, on every process: the output directory (a new run, or
+the one there continued), the vocabulary, the model, then the training loop."""
 import contextlib
-import json
-import logging
 import math
-import os
-import shutil
-import time
+import sys
 from collections import Counter
-from itertools import islice
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
-from confection import Config
 from wasabi import msg
 
 from ..directory_lock import hold_directory
-from ..errors import InputError
+from ..errors import SpacyElmoError
 from ..models.pytorch.options import BiLMOptions
-from ..models.pytorch.original_format import OPTIONS_NAME, WEIGHTS_NAME, load_bilm, save_bilm
 from ..named_models import locate_model
-from ..output_files import atomic_output_path, check_output_dir, remove_stale_temp_files
-from ..stopping import raise_if_terminated
-from .checkpoint import CHECKPOINT_NAME, load_checkpoint, restore_training_state, save_training_state, saved_sections
+from ..output_files import check_output_dir
+from .checkpoint import (
+    another_run, check_resumable, check_steps_left, check_vocabulary, load_checkpoint, restore_training_state,
+    run_origin,
+)
 from .config import PretrainConfig
-from .corpus import BatchStream, CorpusReader, Sentence, TextSplitter, resolve_corpus_files
-from .errors import CheckpointError, ConfigError, TrainingError
-from .metrics import METRICS_NAME, PLOT_NAME, MetricsLog, plot_perplexity
+from .corpus import BatchStream, Sentence, resolve_corpus_files
+from .errors import ConfigError, TrainingError
+from .loop import TrainingLoop
+from .model import assemble_model, negative_samples
 from .objective import BiLMLanguageModel
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
-from .softmax import SOFTMAX_NAME, LMSoftmax, load_softmax, save_softmax
-from .token_cache import TokenCache
-from .statistics import corpus_stats, count_corpus, unigram_perplexity
-from .trainer import Trainer, build_model, language_model
+from .run_directory import RunDirectory
+from .statistics import corpus_stats, unigram_perplexity
+from .text_reading import TextReading
+from .trainer import Trainer
 from .vocab import Vocabulary
 
-logger = logging.getLogger(__name__)
-
-VOCAB_NAME = "vocab.txt"
-CONFIG_NAME = "config.cfg"
-STATS_NAME = "corpus_stats.json"
-TOKENIZED_DIR = "tokenized"  # the token cache: the training text, tokenized once
-RUN_OUTPUTS = (
-    CONFIG_NAME, STATS_NAME, VOCAB_NAME, SOFTMAX_NAME, CHECKPOINT_NAME, METRICS_NAME, PLOT_NAME,
-    WEIGHTS_NAME, OPTIONS_NAME,
-)
 PathLike = Union[str, Path]
-
-# A mean loss this many times log(vocabulary size) (a uniform guess's) means the run diverged.
-DIVERGENCE_FACTOR = 10
-
-
-def text_reading(config: PretrainConfig, output_dir: Path) -> Tuple[TextSplitter, TokenCache]:
-    """How a run splits its text into sentences, and its token cache in `output_dir`."""
-    corpus = config.corpus
-    splitter = TextSplitter(
-        tokenizer=corpus.tokenizer, split_sentences=corpus.split_sentences, max_window=corpus.max_window
-    )
-    settings = json.dumps([splitter.settings, corpus.format, corpus.text_field])
-    return splitter, TokenCache(output_dir / TOKENIZED_DIR, settings)
-
-
-def read_sentences(
-    files: List[Path], splitter: TextSplitter, config: PretrainConfig, max_sentences: Optional[int], *, name: str
-) -> List[Sentence]:
-    """The first `max_sentences` sentences (all: None) of held-out text, read in order."""
-    reader = CorpusReader(
-        files, splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
-        shuffle_files=False, name=name,
-    )
-    sentences = list(islice(reader.sentences(), max_sentences))
-    if not sentences:
-        raise TrainingError(f"{name}: no sentences in {', '.join(map(str, files[:3]))} (empty corpus)")
-    return sentences
-
-
-def export_model(model: BiLMLanguageModel, vocab: Vocabulary, output_dir: PathLike) -> None:
-    """Write the original-format biLM (options.json, weights.hdf5), softmax and vocabulary."""
-    output_dir = Path(output_dir)
-    save_bilm(model.bilm, output_dir)
-    save_softmax(model.softmax, output_dir / SOFTMAX_NAME)
-    vocab.to_disk(output_dir / VOCAB_NAME)
+#: ``resume=AUTO``: continue the run in the output directory when it is this run (same
+#: settings, ``--init-from`` and corpus files); move another run aside and start afresh.
+AUTO = "auto"
+Resume = Union[bool, str]
 
 
 class PretrainRun:
-    """Everything one `pretrain` invocation does, on every process."""
+    """Everything one `pretrain` invocation does, on every process.
+
+    :param resume: True: continue the run in `output_dir`; :data:`AUTO`: continue it
+        when it is this run, else move it aside (never delete it) and start afresh.
+    :param init_from: a biLM to continue training: a path, or a model name.
+    """
 
     def __init__(
         self, config: PretrainConfig, output_dir: PathLike, processes: Processes, *,
-        resume: bool = False, init_from: Optional[PathLike] = None,
+        resume: Resume = False, init_from: Optional[PathLike] = None,
     ) -> None:
+        if resume not in (True, False, AUTO):
+            raise ConfigError(f"resume must be true, false or {AUTO!r}, got {resume!r}")
         self.config = config
-        self.output_dir = Path(output_dir)
+        self.directory = RunDirectory(output_dir)
         self.processes = processes
         self.resume = resume
-        # A path, or a model name (the shipped English biLM, a published one).
-        self.init_from, self.init_options = None, None
-        if init_from is not None:
-            self.init_from, self.init_options = locate_model(init_from)
-        # A run's softmax.hdf5 and vocab.txt sit beside its weights.
-        self.init_dir = None
-        if self.init_from is not None:
-            self.init_dir = self.init_from if self.init_from.is_dir() else self.init_from.parent
-        self.checkpoint_path = self.output_dir / CHECKPOINT_NAME
-        self.training_started = False
-        self.metrics = MetricsLog(self.output_dir / METRICS_NAME)
+        self.resuming = resume is True  # decided on the main process for AUTO
+        self.init_from = locate_model(init_from) if init_from is not None else None
+        self.text = TextReading(config.corpus, self.directory.tokenized)
         corpus = config.corpus
-        self.splitter, self.token_cache = text_reading(config, self.output_dir)
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")
         self.dev_files = resolve_corpus_files(corpus.dev, setting="corpus.dev") if corpus.dev else []
+        self.origin = run_origin(None if init_from is None else str(init_from), self.train_files + self.dev_files)
+        self.training_started = False
+        self._checkpoint: Optional[Dict[str, Any]] = None
 
     def say(self, text: str) -> None:
         if self.processes.is_main:
             msg.info(text)
 
     def run(self) -> Dict[str, Any]:
-        check_output_dir(self.output_dir)
+        check_output_dir(self.directory.path)
         if not self.processes.is_main:
             return self._run()
         # The main process writes the directory; it holds it so no second run writes there too.
-        with hold_directory(self.output_dir):
-            before = set(os.listdir(self.output_dir))
+        with contextlib.ExitStack() as held:
+            held.enter_context(hold_directory(self.directory.path))
+            if self.resume == AUTO:
+                self.resuming = self._continue_or_move_aside(held)
+            before = self.directory.entries()
             try:
                 return self._run()
             except BaseException:
                 if not self.training_started:
-                    _remove_new_entries(self.output_dir, before)  # a run that never trained leaves nothing
+                    self.directory.remove_entries_since(before)  # a run that never trained leaves nothing
                 raise
+
+    def _continue_or_move_aside(self, held: contextlib.ExitStack) -> bool:
+        """For :data:`AUTO`, on the main process holding the directory: True when the run
+        there is this one; another run is moved aside, and the new directory held."""
+        if not self.directory.checkpoint.exists():
+            return False
+        try:
+            checkpoint = self._load_checkpoint()
+            reason = another_run(checkpoint, config=self.config, origin=self.origin)
+            if reason is None:
+                self._check_resumable(checkpoint)
+        except SpacyElmoError as err:
+            reason = str(err)
+        if reason is None:
+            return True
+        previous = self.directory.move_aside()
+        # One line, unwrapped (wasabi wraps at the terminal's width): the log of a workflow keeps it whole.
+        print(
+            f"⚠ --resume auto: {self.directory.path} held another run ({reason}); moved it to {previous}, starting afresh",
+            file=sys.stderr, flush=True,
+        )
+        held.enter_context(hold_directory(self.directory.path))
+        return False
+
+    def _check_resumable(self, checkpoint: Dict[str, Any]) -> None:
+        check_resumable(
+            checkpoint, self.directory, config=self.config, train_files=self.train_files,
+            world_size=self.processes.world_size,
+        )
+
+    def _load_checkpoint(self) -> Dict[str, Any]:
+        if self._checkpoint is None:
+            self._checkpoint = load_checkpoint(self.directory.checkpoint)
+        return self._checkpoint
 
     def _run(self) -> Dict[str, Any]:
         config, processes = self.config, self.processes
+        if self.resume == AUTO:
+            self.resuming = processes.decide_on_main(None, lambda _: self.resuming)
         checkpoint = self._prepare_output_dir()
         dev_all = self._dev_sentences()
         vocab, stats = self._vocabulary(checkpoint, dev_all)
         if processes.is_main:
-            vocab.to_disk(self.output_dir / VOCAB_NAME)
-            with atomic_output_path(self.output_dir / CONFIG_NAME) as tmp:
-                tmp.write_text(config.to_str(), encoding="utf8")
+            vocab.to_disk(self.directory.vocab)
+            self.directory.write_config(config)
         torch.manual_seed(config.seed)
         model = self._model(vocab, checkpoint)
-        trainer = Trainer(model, vocab, config, processes)
-        tokens_per_batch = max(1, config.training.tokens_per_step // processes.world_size)
+        training = config.training
+        trainer = Trainer(
+            model, vocab, processes, optimizer=config.optimizer, negative_samples=negative_samples(config.softmax, len(vocab)),
+            seed=config.seed, precision=training.precision, gradient_scale=training.gradient_scale,
+            grad_clip=training.grad_clip,
+        )
+        reader = self.text.reader(
+            self.train_files, name="corpus.train", cached=True, seed=config.seed, rank=processes.rank,
+            world_size=processes.world_size,
+        )
         stream = BatchStream(
-            CorpusReader(
-                self.train_files, self.splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
-                seed=config.seed, rank=processes.rank, world_size=processes.world_size, name="corpus.train",
-                cache=self.token_cache,
-            ),
-            tokens_per_batch=tokens_per_batch, shuffle_buffer=config.corpus.shuffle_buffer,
-            sort_window=config.training.sort_window, seed=[config.seed, processes.rank, 2],
+            reader, tokens_per_batch=max(1, training.tokens_per_step // processes.world_size),
+            shuffle_buffer=config.corpus.shuffle_buffer, sort_window=training.sort_window,
+            seed=[config.seed, processes.rank, 2],
         )
         torch.manual_seed(config.seed * 7919 + processes.rank + 1)  # dropout differs per process
         progress = Progress(device=trainer.device)
         if checkpoint is not None:
-            restore_training_state(checkpoint, self.checkpoint_path, trainer=trainer, stream=stream, progress=progress)
+            restore_training_state(checkpoint, self.directory.checkpoint, trainer=trainer, stream=stream, progress=progress)
             self.say(f"Resuming from step {checkpoint['step']}")
             if processes.is_main:
-                self.metrics.truncate_after(progress.step)
+                self.directory.metrics.truncate_after(progress.step)
         max_steps = self._max_steps(stats)
-        if progress.step > max_steps:
-            raise ConfigError(
-                f"--resume: the run in {self.output_dir} is at step {progress.step}, past training.max_steps "
-                f"({max_steps}); give a larger training.max_steps to train on"
-            )
+        check_steps_left(progress.step, max_steps, self.directory)
         self.say(
             f"Training {_describe(model, vocab, trainer)} for {max_steps} steps of "
-            f"{config.training.tokens_per_step} tokens on {processes.world_size} process(es), {trainer.device}"
+            f"{training.tokens_per_step} tokens on {processes.world_size} process(es), {trainer.device}"
         )
         dev = None if dev_all is None else dev_all[processes.rank :: processes.world_size]
-        return self._train(trainer, stream, progress, vocab, stats, dev, max_steps)
-
-    # -- setup ---------------------------------------------------------------------------
+        loop = TrainingLoop(
+            config, self.directory, trainer=trainer, stream=stream, progress=progress, vocab=vocab,
+            max_steps=max_steps, dev=dev, stats=stats, origin=self.origin,
+        )
+        self.training_started = True
+        return loop.run()
 
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
+        """The checkpoint to continue from, checked against this run (None: a new run)."""
         if self.processes.is_main:
-            # Left by a run killed while saving: in the output directory only the run's own
-            # outputs' (other files there are the user's); the token cache is all ours.
-            remove_stale_temp_files(self.output_dir, RUN_OUTPUTS)
-            remove_stale_temp_files(self.output_dir / TOKENIZED_DIR, None)
-        if self.resume:
-            checkpoint = load_checkpoint(self.checkpoint_path)
-            saved, current = saved_sections(checkpoint), self.config.model_sections()
-            if saved != current:
-                changed = sorted(name for name, value in current.items() if (saved or {}).get(name) != value)
-                raise ConfigError(
-                    f"--resume: the config's [{'], ['.join(changed)}] differ from the run in "
-                    f"{self.output_dir}; resume with the same model, vocab and softmax settings"
-                )
-            self._check_same_corpus(checkpoint)
-            if len(checkpoint["processes"]) != self.processes.world_size:
-                raise CheckpointError(
-                    f"{self.checkpoint_path} was written by {len(checkpoint['processes'])} process(es); "
-                    f"resume it with the same number (got {self.processes.world_size})"
-                )
+            self.directory.remove_stale_temp_files()
+        if self.resuming:
+            checkpoint = self._load_checkpoint()
+            self._check_resumable(checkpoint)
             return checkpoint
-        if self.checkpoint_path.exists():
+        if self.directory.checkpoint.exists():
             raise TrainingError(
-                f"{self.output_dir} already holds a training run; pass --resume to continue it "
+                f"{self.directory.path} already holds a training run; pass --resume to continue it "
                 f"or choose another output directory"
             )
         if self.processes.is_main:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
+            self.directory.path.mkdir(parents=True, exist_ok=True)
             # A fresh run (no checkpoint here): the metrics of a run stopped before its
             # first checkpoint are not this run's.
-            self.metrics.truncate_after(-1)
+            self.directory.metrics.truncate_after(-1)
         return None
 
-    def _check_same_corpus(self, checkpoint: Dict[str, Any]) -> None:
-        """A checkpoint's read position only means something in the corpus it was read from."""
-        saved = str(Config().from_str(checkpoint["config"])["corpus"]["train"])
-        now = self.config.corpus.train
-        if saved == now:
-            return
-        try:
-            same = [p.resolve() for p in resolve_corpus_files(saved, setting="corpus.train")] == [
-                p.resolve() for p in self.train_files
-            ]
-        except InputError:
-            same = False
-        if not same:
-            raise ConfigError(
-                f"--resume: corpus.train is {now}, but the run in {self.output_dir} was trained on {saved}; "
-                f"resume with the same corpus (its read position is saved), or start a new run elsewhere"
-            )
+    def _init_directory(self) -> Optional[RunDirectory]:
+        """The run directory of --init-from's biLM: its softmax.hdf5 and vocab.txt sit beside its weights."""
+        if self.init_from is None:
+            return None
+        weights = self.init_from[0]
+        return RunDirectory(weights if weights.is_dir() else weights.parent)
 
     def _vocabulary(
         self, checkpoint: Optional[Dict[str, Any]], dev: Optional[List[Sentence]]
     ) -> Tuple[Vocabulary, Optional[Dict[str, Any]]]:
         """The run's vocabulary and corpus statistics (one counting pass, shared by the processes)."""
-        stats_path = self.output_dir / STATS_NAME
         if checkpoint is not None:
-            vocab = Vocabulary.from_disk(self.output_dir / VOCAB_NAME)
-            if vocab.fingerprint() != checkpoint["vocab"]:
-                raise CheckpointError(f"{self.output_dir / VOCAB_NAME} is not the vocabulary of {self.checkpoint_path}")
-            stats = json.loads(stats_path.read_text(encoding="utf8")) if stats_path.exists() else None
-            return vocab, stats
-        config = self.config
+            vocab = self.directory.read_vocab()
+            check_vocabulary(checkpoint, self.directory, vocab)
+            return vocab, self.directory.read_stats()
+        config, init = self.config, self._init_directory()
         given: Optional[Vocabulary] = None
         if config.vocab.path is not None:
             given = Vocabulary.from_disk(config.vocab.path)
-        elif self.init_dir is not None and (self.init_dir / SOFTMAX_NAME).exists():
-            given = Vocabulary.from_disk(self.init_dir / VOCAB_NAME)
+        elif init is not None and init.softmax.exists():
+            given = init.read_vocab()
         if given is not None and config.training.max_steps is not None:
             return given, None
         self.say(f"Counting words in {len(self.train_files)} training file(s)")
-        reader = CorpusReader(
-            self.train_files, self.splitter, fmt=config.corpus.format, text_field=config.corpus.text_field,
-            shuffle_files=False, rank=self.processes.rank, world_size=self.processes.world_size,
-            name="corpus.train", cache=self.token_cache,
-        )
-        counted = count_corpus(reader.sentences())
+        counted = self.text.count(self.train_files, rank=self.processes.rank, world_size=self.processes.world_size)
         words, stats = self.processes.decide_on_main(
             counted, lambda parts: self._vocab_and_stats(_combine_counts(parts), given, dev)
         )
         vocab = Vocabulary(words)
         if self.processes.is_main:
-            with atomic_output_path(stats_path) as tmp:
-                tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf8")
+            self.directory.write_stats(stats)
             self.say(
                 f"Corpus: {stats['n_sentences']:,} sentences, {stats['n_words']:,} words; vocabulary "
                 f"{len(vocab):,} words, {100 * stats['oov_rate']:.2f}% of running words unknown"
@@ -270,7 +232,7 @@ class PretrainRun:
 
     def _vocab_and_stats(
         self, counted: Tuple[Counter, int, int], given: Optional[Vocabulary], dev: Optional[List[Sentence]]
-    ):
+    ) -> Tuple[List[str], Dict[str, Any]]:
         counts, n_sentences, n_words = counted
         if n_sentences == 0:
             raise TrainingError(f"corpus.train: no sentences in {', '.join(map(str, self.train_files[:3]))} (empty corpus)")
@@ -285,27 +247,18 @@ class PretrainRun:
     def _model(self, vocab: Vocabulary, checkpoint: Optional[Dict[str, Any]]) -> BiLMLanguageModel:
         dropout = self.config.training.dropout
         if checkpoint is not None:
-            options = BiLMOptions.from_dict(checkpoint["options"], source=str(self.checkpoint_path))
-            model = build_model(options, len(vocab), dropout=dropout)
-            try:
-                model.load_state_dict(checkpoint["model"])
-            except RuntimeError as err:
-                raise CheckpointError(f"{self.checkpoint_path}: weights do not fit the model ({err})") from None
-            return model
-        if self.init_from is None:
-            return build_model(self.config.bilm_options(), len(vocab), dropout=dropout)
-        bilm = load_bilm(self.init_from, self.init_options)
-        softmax_path = self.init_dir / SOFTMAX_NAME
-        init_vocab = self.init_dir / VOCAB_NAME
-        if softmax_path.exists() and init_vocab.exists() and (
-            Vocabulary.from_disk(init_vocab).fingerprint() == vocab.fingerprint()
-        ):
-            softmax = load_softmax(softmax_path, vocab_size=len(vocab), dim=bilm.options.projection_dim)
-            self.say(f"Continuing {self.init_from} (biLM and softmax); [model] sizes come from its options.json")
+            options = BiLMOptions.from_dict(checkpoint["options"], source=str(self.directory.checkpoint))
+            return assemble_model(len(vocab), dropout=dropout, options=options, state=checkpoint["model"])
+        init = self._init_directory()
+        if init is None:
+            return assemble_model(len(vocab), dropout=dropout, options=self.config.bilm_options())
+        weights, softmax = self.init_from[0], None
+        if init.softmax.exists() and init.vocab.exists() and init.read_vocab().fingerprint() == vocab.fingerprint():
+            softmax = init.softmax
+            self.say(f"Continuing {weights} (biLM and softmax); [model] sizes come from its options.json")
         else:
-            softmax = LMSoftmax(len(vocab), bilm.options.projection_dim)
-            self.say(f"Continuing the biLM of {self.init_from} with a new softmax; [model] sizes come from its options.json")
-        return language_model(bilm, softmax, dropout)
+            self.say(f"Continuing the biLM of {weights} with a new softmax; [model] sizes come from its options.json")
+        return assemble_model(len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax)
 
     def _max_steps(self, stats: Optional[Dict[str, Any]]) -> int:
         training = self.config.training
@@ -318,126 +271,7 @@ class PretrainRun:
     def _dev_sentences(self) -> Optional[List[Sentence]]:
         if not self.dev_files:
             return None
-        return read_sentences(
-            self.dev_files, self.splitter, self.config, self.config.corpus.max_dev_sentences, name="corpus.dev"
-        )
-
-    # -- checkpoints ------------------------------------------------------------------------
-
-    def _save(self, trainer: Trainer, stream: BatchStream, progress: Progress, vocab: Vocabulary) -> None:
-        save_training_state(
-            self.checkpoint_path, trainer=trainer, stream=stream, progress=progress, config=self.config, vocab=vocab
-        )
-        if self.processes.is_main:
-            export_model(trainer.model, vocab, self.output_dir)
-        self.processes.barrier()
-
-    # -- the loop --------------------------------------------------------------------------
-
-    def _train(
-        self, trainer: Trainer, stream: BatchStream, progress: Progress, vocab: Vocabulary,
-        stats: Optional[Dict[str, Any]], dev: Optional[List[Sentence]], max_steps: int,
-    ) -> Dict[str, Any]:
-        """Run steps up to `max_steps`; `dev` is None without held-out data (the same on every process)."""
-        from tqdm import tqdm
-
-        self.training_started = True
-        training = self.config.training
-        main = self.processes.is_main
-        n_train_tokens = stats["n_tokens"] if stats else None
-        last_dev: Optional[Dict[str, float]] = None
-        if dev is not None and progress.step == 0 and training.eval_at_start:
-            last_dev = self._evaluate(trainer, dev, progress, n_train_tokens)
-        progress.restart_clock()
-        bar = tqdm(total=max_steps, initial=progress.step, disable=not main, unit="step", dynamic_ncols=True)
-        last_checkpoint = progress.step
-        try:
-            while progress.step < max_steps:
-                raise_if_terminated()
-                trainer.set_learn_rate(progress.step, max_steps)
-                result = trainer.train_step(stream.next_batch())
-                progress.add(result)
-                if not result.finite:
-                    self._non_finite(progress)
-                bar.update(1)
-                step = progress.step
-                if step % training.log_every == 0 or step == max_steps:
-                    record = progress.log_record(self.processes, n_train_tokens, trainer.optimizer)
-                    if main:
-                        self.metrics.append(record)
-                        bar.set_postfix(
-                            loss=f"{record['train_loss']:.3f}", ppl=f"{record['train_perplexity']:.1f}",
-                            tok_s=f"{record['tokens_per_second']:.0f}",
-                        )
-                    self._check_divergence(record["train_loss"], len(vocab), step, last_checkpoint)
-                paused = time.perf_counter()
-                if dev is not None and (step % training.eval_every == 0 or step == max_steps):
-                    last_dev = self._evaluate(trainer, dev, progress, n_train_tokens)
-                    if main:
-                        bar.write(
-                            f"step {step}: held-out perplexity {last_dev['dev_perplexity']:.2f} (forward "
-                            f"{last_dev['dev_perplexity_forward']:.2f}, backward {last_dev['dev_perplexity_backward']:.2f})"
-                        )
-                if step % training.checkpoint_every == 0 or step == max_steps:
-                    self._save(trainer, stream, progress, vocab)
-                    last_checkpoint = step
-                    if main:
-                        plot_perplexity(
-                            self.metrics.read(), self.output_dir / PLOT_NAME, sampled=trainer.sampler is not None,
-                            unigram=(stats or {}).get("dev_unigram_perplexity"),
-                        )
-                progress.exclude(time.perf_counter() - paused)
-        except KeyboardInterrupt:
-            if main:
-                if self.checkpoint_path.exists():
-                    msg.warn(f"Interrupted at step {progress.step}; --resume continues from step {last_checkpoint}")
-                else:
-                    msg.warn(
-                        f"Interrupted at step {progress.step}, before the first checkpoint: nothing to resume; "
-                        f"run the same command again (without --resume) to start over"
-                    )
-            raise
-        finally:
-            bar.close()
-        summary = {"step": progress.step, "output_dir": str(self.output_dir)}
-        if last_dev is not None:
-            summary.update(last_dev)
-        if main:
-            msg.good(f"Saved the biLM to {self.output_dir} (step {progress.step})")
-        return summary
-
-    def _evaluate(self, trainer: Trainer, dev: List[Sentence], progress: Progress, n_train_tokens) -> Dict[str, float]:
-        result = trainer.evaluate(dev)
-        if self.processes.is_main:
-            record = {"kind": "dev", "step": progress.step, "epoch": progress.epoch(n_train_tokens), **result}
-            self.metrics.append(record)
-        return result
-
-    def _check_divergence(self, loss: float, vocab_size: int, step: int, last_checkpoint: int) -> None:
-        """Stop a run whose loss is far above a uniform guess over the vocabulary:
-        it has diverged (its perplexity saturates) and more steps cannot repair it."""
-        limit = DIVERGENCE_FACTOR * math.log(vocab_size)
-        if loss > limit:
-            optimizer = self.config.optimizer
-            raise TrainingError(
-                f"Training diverged at step {step}: the loss per token is {loss:.3g}, over {DIVERGENCE_FACTOR}x "
-                f"that of a uniform guess over the vocabulary ({math.log(vocab_size):.2f}); lower "
-                f"optimizer.learn_rate (now {optimizer.learn_rate:g}) or training.grad_clip and start again "
-                f"({f'the last checkpoint is from step {last_checkpoint}' if last_checkpoint else 'no checkpoint was saved'})"
-            )
-
-    def _non_finite(self, progress: Progress) -> None:
-        limit = self.config.training.max_nonfinite_steps
-        if self.processes.is_main:
-            logger.warning(
-                "step %d: non-finite loss or gradient, step skipped (%d in a row)", progress.step, progress.nonfinite_run
-            )
-        if progress.nonfinite_run >= limit:
-            raise TrainingError(
-                f"The loss or gradient was not finite for {limit} steps in a row (last at step {progress.step}); "
-                f"lower optimizer.learn_rate or training.grad_clip, or check the corpus. "
-                f"--resume continues from the last checkpoint"
-            )
+        return self.text.first_sentences(self.dev_files, self.config.corpus.max_dev_sentences, name="corpus.dev")
 
 
 def _describe(model: BiLMLanguageModel, vocab: Vocabulary, trainer: Trainer) -> str:
@@ -452,25 +286,19 @@ def _describe(model: BiLMLanguageModel, vocab: Vocabulary, trainer: Trainer) -> 
 
 def pretrain(
     config: PretrainConfig, output_dir: PathLike, *, device: Optional[torch.device] = None,
-    resume: bool = False, init_from: Optional[PathLike] = None,
+    resume: Resume = False, init_from: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
-    """Train (or continue) a biLM on `device` (see `setup_processes`); returns the final step and held-out perplexities."""
+    """Train (or continue) a biLM on `device` (see `setup_processes`); returns the final step and held-out perplexities.
+
+    :param resume: True: continue the run in `output_dir`; ``"auto"``: continue it when it
+        is this run (same settings, `init_from` and corpus files), else move it to
+        ``OUTPUT_DIR.previous`` and start afresh.
+    """
     processes = setup_processes(device)
     try:
         return PretrainRun(config, output_dir, processes, resume=resume, init_from=init_from).run()
     finally:
         shutdown(processes)
-
-
-def _remove_new_entries(directory: Path, before: set) -> None:
-    """Remove what this run added to `directory` (files and the token cache it began)."""
-    for name in set(os.listdir(directory)) - before:
-        path = directory / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
 
 
 def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int, int]:
@@ -479,4 +307,3 @@ def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int
     for part_counts, _, _ in parts:
         counts.update(part_counts)
     return counts, sum(part[1] for part in parts), sum(part[2] for part in parts)
-

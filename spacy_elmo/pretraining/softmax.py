@@ -17,8 +17,6 @@ from ..models.pytorch.original_format import read_hdf5_arrays
 from ..models.pytorch.select_rows import select_rows
 from ..output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 
-SOFTMAX_NAME = "softmax.hdf5"
-
 
 @dataclass
 class SampledCandidates:

@@ -20,6 +20,12 @@ Sentence = List[str]
 CachedRecord = Tuple[List[Sentence], int, int]
 
 
+def file_identity(path: Path) -> List:
+    """A file as a cache or a checkpoint knows it: ``[resolved path, size, modification time (ns)]``."""
+    stat = path.stat()
+    return [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+
+
 class TokenCache:
     """Tokenized records of corpus files, in `directory`.
 
@@ -32,8 +38,7 @@ class TokenCache:
         self.settings = settings
 
     def path(self, source: Path) -> Path:
-        stat = source.stat()
-        key = json.dumps([str(source.resolve()), stat.st_size, stat.st_mtime_ns, self.settings])
+        key = json.dumps([*file_identity(source), self.settings])
         return self.directory / f"{source.name}.{hashlib.sha1(key.encode('utf8')).hexdigest()[:16]}.jsonl"
 
     def records(self, source: Path, start: int) -> Optional[Iterator[CachedRecord]]:

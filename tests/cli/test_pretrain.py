@@ -1,4 +1,4 @@
-"""`spacy-elmo init-config` and `spacy-elmo pretrain`: overrides, outputs, errors, kill and resume."""
+"""`spacy-elmo init-config` and `spacy-elmo pretrain`: overrides, outputs, errors, kill and resume, --resume auto."""
 import os
 import signal
 import subprocess
@@ -11,9 +11,14 @@ import pytest
 import torch
 
 from spacy_elmo.cli import main
+from spacy_elmo.cli.pretrain import resume_mode
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
-from spacy_elmo.pretraining.config import default_config_text, load_config
+from spacy_elmo.pretraining.config import load_config
+from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.metrics import MetricsLog
+from spacy_elmo.pretraining.trainer import Trainer
+
+from ..pretraining.util import kill_at_step
 
 FAST = [
     "--corpus.tokenizer", "whitespace", "--corpus.max_window", "12", "--corpus.shuffle_buffer", "4",
@@ -112,6 +117,10 @@ def _pretrain_command(tmp_path, tiny_text, output_dir, *, max_steps: int, checkp
     ]
 
 
+def _train_steps(output_dir: Path):
+    return [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
+
+
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
     """SIGKILL at an arbitrary moment, then --resume: every step is logged once, up to the end."""
     output_dir = tmp_path / "out"
@@ -136,7 +145,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
     result = subprocess.run(args + ["--resume"], env=ONE_THREAD, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Resuming from step {resumed_from}" in result.stdout
-    steps = [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
+    steps = _train_steps(output_dir)
     assert steps == list(range(1, final_step + 1))
     assert not list(output_dir.glob(".*.tmp"))  # a write cut short by the kill is cleaned up on resume
 
@@ -181,8 +190,84 @@ def test_a_directory_in_use_by_a_run_is_refused_to_a_second_run(tmp_path, tiny_t
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 1 and len(lines) == 1, result.stderr
         assert f"{output_dir} is in use by another run (process {first.pid}:" in lines[0]
-    steps = [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
+    steps = _train_steps(output_dir)
     assert steps == list(range(1, len(steps) + 1))  # the first run's steps only, each once
     # A killed run leaves no stale lock: a new run may use the directory at once.
     again = subprocess.run(args + ["--training.max_steps", "2"], env=ONE_THREAD, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize(
+    "resume,args,mode,overrides",
+    [
+        (True, ["auto"], "auto", []),
+        (True, ["auto", "--softmax.kind", "auto"], "auto", ["--softmax.kind", "auto"]),
+        (True, ["--softmax.kind", "auto"], True, ["--softmax.kind", "auto"]),
+        (True, ["--paths.train", "t.txt"], True, ["--paths.train", "t.txt"]),
+        (False, ["--softmax.kind", "auto"], False, ["--softmax.kind", "auto"]),
+    ],
+)
+def test_resume_auto_is_told_from_a_setting_whose_value_is_auto(resume, args, mode, overrides):
+    """Typer passes --resume as a flag and the rest as overrides: `auto` right after the flag
+    is its mode, `auto` after a --section.key is that setting's value."""
+    assert resume_mode(resume, args) == (mode, overrides)
+
+
+def test_resume_auto_continues_this_run_after_a_stop(tmp_path, tiny_text, capsys, monkeypatch):
+    """A fresh start with --resume auto, stopped after its first checkpoint; the same command goes on from there."""
+    output_dir = tmp_path / "out"
+    args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=4, checkpoint_every=2)[3:] + ["--resume", "auto"]
+    original_step = kill_at_step(monkeypatch, 3)
+    code, _, _ = run_cli(capsys, monkeypatch, *args)
+    assert code != 0 and load_checkpoint(output_dir / "checkpoint.pt")["step"] == 2
+    monkeypatch.setattr(Trainer, "train_step", original_step)
+    code, out, err = run_cli(capsys, monkeypatch, *args)
+    assert code == 0, out + err
+    assert "Resuming from step 2" in out and "moved it to" not in out + err
+    assert _train_steps(output_dir) == [1, 2, 3, 4]
+    assert not (tmp_path / "out.previous").exists()
+
+
+def test_resume_auto_moves_another_run_aside_and_keeps_older_ones(tmp_path, tiny_text, capsys, monkeypatch):
+    """A run of other settings is moved aside with one line and a new run starts; an
+    older `.previous` is kept, not deleted."""
+    output_dir = tmp_path / "out"
+    args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=2, checkpoint_every=2)[3:]
+    assert run_cli(capsys, monkeypatch, *args)[0] == 0
+    older = tmp_path / "out.previous"
+    older.mkdir()
+    (older / "notes.txt").write_text("kept", encoding="utf8")
+    code, out, err = run_cli(capsys, monkeypatch, *args, "--optimizer.learn_rate", "0.5", "--resume", "auto")
+    assert code == 0, out + err
+    moved = tmp_path / "out.previous.2"
+    notices = [line for line in (out + err).splitlines() if "moved it to" in line]
+    assert len(notices) == 1 and "other settings in [optimizer]" in notices[0] and str(moved) in notices[0]
+    assert (older / "notes.txt").read_text(encoding="utf8") == "kept"
+    assert load_checkpoint(moved / "checkpoint.pt")["step"] == 2
+    assert "Resuming" not in out and _train_steps(output_dir) == [1, 2]
+    assert load_config(output_dir / "config.cfg").optimizer.learn_rate == 0.5
+
+
+def test_resume_auto_leaves_a_directory_in_use_alone(tmp_path, tiny_text, capsys, monkeypatch):
+    """Another run writes there: nothing is moved or written, one line names that process."""
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    (output_dir / "checkpoint.pt").write_bytes(b"a run with other settings")
+    args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=2, checkpoint_every=2)[3:] + ["--resume", "auto"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from spacy_elmo.directory_lock import hold_directory\n"
+         "with hold_directory(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(output_dir)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, _, err = run_cli(capsys, monkeypatch, *args)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"{output_dir} is in use by another run (process {holder.pid}" in lines[0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "pretrain.cfg"]
+    assert [path.name for path in output_dir.iterdir()] == ["checkpoint.pt"]

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
-from spacy_elmo.pretraining.config import default_config_text, load_config, parse_config
+from spacy_elmo.pretraining.config import load_config, parse_config
+from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

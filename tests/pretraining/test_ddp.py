@@ -5,7 +5,7 @@ import sys
 
 from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
-from spacy_elmo.pretraining.config import default_config_text
+from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.corpus import TextSplitter
 from spacy_elmo.pretraining.metrics import MetricsLog
 

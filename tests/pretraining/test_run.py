@@ -17,11 +17,12 @@ from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.errors import CheckpointError, ConfigError, TrainingError
-from spacy_elmo.pretraining.run import pretrain
-from spacy_elmo.pretraining.trainer import Trainer, build_model
 from spacy_elmo.pretraining.metrics import MetricsLog
+from spacy_elmo.pretraining.model import assemble_model
+from spacy_elmo.pretraining.run import pretrain
+from spacy_elmo.pretraining.trainer import Trainer
 
-from .util import fast_config
+from .util import fast_config, kill_at_step
 
 TIMING = ("elapsed_seconds", "tokens_per_second")
 
@@ -34,9 +35,7 @@ def _records(output_dir: Path, kind: str):
 def _checkpoint_model(output_dir: Path):
     state = load_checkpoint(output_dir / "checkpoint.pt")
     vocab_size = state["model"]["softmax.weight"].shape[0]
-    model = build_model(BiLMOptions.from_dict(state["options"]), vocab_size, dropout=0.0)
-    model.load_state_dict(state["model"])
-    return model.eval()
+    return assemble_model(vocab_size, options=BiLMOptions.from_dict(state["options"]), state=state["model"]).eval()
 
 
 @pytest.fixture(scope="module")
@@ -154,21 +153,6 @@ def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
     assert (tmp_path / "out" / "vocab.txt").read_text().startswith("<S>\n</S>\n<UNK>\n")
 
 
-def _kill_at_step(monkeypatch, n: int):
-    """Make the n-th training step raise KeyboardInterrupt; returns the real step."""
-    calls = {"n": 0}
-    original_step = Trainer.train_step
-
-    def killed(self, batch):
-        calls["n"] += 1
-        if calls["n"] == n:
-            raise KeyboardInterrupt
-        return original_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "train_step", killed)
-    return original_step
-
-
 @pytest.mark.parametrize("log_every", [1, 3])
 def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, monkeypatch, log_every):
     settings = dict(
@@ -178,7 +162,7 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, 
     )
     pretrain(fast_config(tiny_text, **settings), tmp_path / "straight")
 
-    original_step = _kill_at_step(monkeypatch, 8)
+    original_step = kill_at_step(monkeypatch, 8)
     with pytest.raises(KeyboardInterrupt):
         pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed")
     assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["step"] == 5
@@ -342,7 +326,7 @@ def test_an_output_directory_that_is_a_file_is_refused(tmp_path, tiny_text):
 
 def test_a_run_stopped_before_its_first_checkpoint_says_so_and_starts_afresh(tmp_path, tiny_text, monkeypatch, capsys):
     settings = dict(training__max_steps=6, training__checkpoint_every=5, training__log_every=1)
-    original_step = _kill_at_step(monkeypatch, 3)
+    original_step = kill_at_step(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         pretrain(fast_config(tiny_text, **settings), tmp_path / "out")
     assert "before the first checkpoint: nothing to resume" in " ".join(capsys.readouterr().out.split())

@@ -2,7 +2,9 @@
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from spacy_elmo.pretraining.config import PretrainConfig, default_config_text, parse_config
+from spacy_elmo.pretraining.config import PretrainConfig, parse_config
+from spacy_elmo.pretraining.default_config import default_config_text
+from spacy_elmo.pretraining.trainer import Trainer
 
 
 def fast_overrides(train: Path, dev: Optional[Path] = None, **extra: Any) -> Dict[str, Any]:
@@ -28,3 +30,18 @@ def fast_overrides(train: Path, dev: Optional[Path] = None, **extra: Any) -> Dic
 
 def fast_config(train: Path, dev: Optional[Path] = None, **extra: Any) -> PretrainConfig:
     return parse_config(default_config_text(size="fixture"), fast_overrides(train, dev, **extra))
+
+
+def kill_at_step(monkeypatch, n: int):
+    """Make the n-th training step raise KeyboardInterrupt; returns the real step."""
+    calls = {"n": 0}
+    original_step = Trainer.train_step
+
+    def killed(self, batch):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        return original_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "train_step", killed)
+    return original_step

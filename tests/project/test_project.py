@@ -117,7 +117,7 @@ def test_interrupted_pretraining_resumes_when_the_workflow_runs_again(project_di
     result = project_run(project_dir, "pretrain", overrides)
     output = output_of(result)
     assert result.returncode == 0, output[-3000:]
-    assert "Resuming the pretraining run" in output and "--resume" in output
+    assert "Resuming from step" in output and "moved it to" not in output
     records = [json.loads(line) for line in (checkpoint.parent / "metrics.jsonl").read_text().splitlines()]
     train_steps = [r["step"] for r in records if r["kind"] == "train"]
     assert train_steps == sorted(set(train_steps)) and train_steps[-1] == 60

@@ -164,55 +164,6 @@ def test_missing_input_explanation_names_the_asset_source_and_the_vars():
     assert "--vars.full_ud_train or --vars.data_dir" in text
 
 
-def _run_with_other_settings(tmp_path: Path):
-    """The wrapper, a config, and an output directory holding a run of other settings."""
-    config = tmp_path / "pretrain.cfg"
-    config.write_text("[training]\nmax_steps = 2\n", encoding="utf8")
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "checkpoint.pt").write_bytes(b"a run with other settings")
-    return load_script("pretrain"), config, out
-
-
-def test_the_pretrain_wrapper_never_deletes_an_older_moved_run(tmp_path, monkeypatch):
-    """A changed config moves the run aside; an older `.previous` is kept, not deleted."""
-    wrapper, config, out = _run_with_other_settings(tmp_path)
-    older = tmp_path / "out.previous"
-    older.mkdir()
-    (older / "notes.txt").write_text("kept", encoding="utf8")
-    commands = []
-    monkeypatch.setattr(wrapper.subprocess, "call", lambda command: commands.append(command) or 0)
-    assert wrapper.main([str(config), str(out)]) == 0
-    assert (older / "notes.txt").read_text(encoding="utf8") == "kept"
-    assert (tmp_path / "out.previous.2" / "checkpoint.pt").exists()
-    assert "--resume" not in commands[0]
-
-
-def test_the_pretrain_wrapper_leaves_a_directory_in_use_alone(tmp_path, capsys):
-    """Another run writes there: nothing is moved or recorded, one line names that process."""
-    import subprocess
-    import sys
-
-    wrapper, config, out = _run_with_other_settings(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from spacy_elmo.directory_lock import hold_directory\n"
-         "with hold_directory(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(out)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        code = wrapper.main([str(config), str(out)])
-    finally:
-        holder.kill()
-        holder.wait()
-    assert code == 1
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and f"{out} is in use by another pretraining run (process {holder.pid}" in lines[0]
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "pretrain.cfg"]
-    assert [path.name for path in out.iterdir()] == ["checkpoint.pt"]
-
-
 def test_train_vectors_writes_floret_vectors_that_spacy_loads(tmp_path: Path):
     import subprocess
     import sys

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import pytest
 
-from spacy_elmo.pretraining.config import default_config_text
+from spacy_elmo.pretraining.default_config import default_config_text
 
 from ..conftest import run_cli
 

@@ -1,0 +1,58 @@
+"""The language model a run trains or evaluates, assembled in one place: a biLM, new
+or read from an original-format model, with one softmax, new or read from a run."""
+from pathlib import Path
+from typing import Any, Mapping, Optional, Tuple
+
+from ..errors import one_line
+from ..models.pytorch.bilm import ElmoBiLM
+from ..models.pytorch.options import BiLMOptions
+from ..models.pytorch.original_format import load_bilm
+from .config import SoftmaxConfig
+from .errors import CheckpointError, ConfigError
+from .objective import BiLMLanguageModel
+from .softmax import LMSoftmax, load_softmax
+
+#: An original-format biLM: its weights file or directory, and its ``options.json`` (None: beside them).
+PretrainedBiLM = Tuple[Path, Optional[Path]]
+
+
+def assemble_model(
+    vocab_size: int, *, dropout: float = 0.0, options: Optional[BiLMOptions] = None,
+    pretrained: Optional[PretrainedBiLM] = None, softmax: Optional[Path] = None,
+    state: Optional[Mapping[str, Any]] = None,
+) -> BiLMLanguageModel:
+    """The biLM and a softmax over `vocab_size` words as one model.
+
+    :param dropout: between and after the LSTM layers.
+    :param options: the sizes of a new, randomly initialised biLM (seed torch first
+        for the same weights every time) ...
+    :param pretrained: ... or the original-format biLM to start from instead.
+    :param softmax: the ``softmax.hdf5`` to start from (None: a new softmax).
+    :param state: a checkpoint's weights, loaded last.
+    """
+    if (options is None) == (pretrained is None):
+        raise ValueError("assemble_model takes the options of a new biLM or a pretrained one, not both")
+    bilm = ElmoBiLM(options) if options is not None else load_bilm(*pretrained)
+    dim = bilm.options.projection_dim
+    head = load_softmax(softmax, vocab_size=vocab_size, dim=dim) if softmax is not None else LMSoftmax(vocab_size, dim)
+    bilm.set_dropout(dropout)
+    model = BiLMLanguageModel(bilm, head, output_dropout=dropout)
+    if state is not None:
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as err:
+            raise CheckpointError(f"The checkpoint's weights do not fit its model ({one_line(err, 200)})") from None
+    return model
+
+
+def negative_samples(softmax: SoftmaxConfig, vocab_size: int) -> Optional[int]:
+    """Negatives per step of the sampled softmax, or None for the full softmax."""
+    sampled = softmax.kind == "sampled" or (softmax.kind == "auto" and vocab_size > softmax.max_full_vocab)
+    if not sampled:
+        return None
+    if softmax.n_negative_samples >= vocab_size:
+        raise ConfigError(
+            f"softmax.n_negative_samples ({softmax.n_negative_samples}) must be smaller than "
+            f"the vocabulary ({vocab_size} words); use softmax.kind = \"full\" for small vocabularies"
+        )
+    return softmax.n_negative_samples
