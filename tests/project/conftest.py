@@ -1,11 +1,12 @@
 """Helpers for the spaCy project tests: a copy of the project to run in, tiny data, `spacy project run`."""
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import pytest
 
@@ -47,14 +48,21 @@ def head_lines(source: Path, destination: Path, n_lines: int) -> Path:
     return destination
 
 
-def project_run(project: Path, target: str, overrides: Dict[str, object], *, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`python -m spacy project run TARGET PROJECT --vars.k v ...`, output captured (stdout + stderr)."""
+def project_run(
+    project: Path, target: str, overrides: Dict[str, object], *, timeout: float = 600, env: Optional[Dict[str, str]] = None,
+) -> subprocess.CompletedProcess:
+    """`python -m spacy project run TARGET PROJECT --vars.k v ...` with `env` added, output captured (stdout + stderr)."""
     command: List[str] = [sys.executable, "-m", "spacy", "project", "run", target, str(project)]
     for key, value in overrides.items():
         command += [f"--vars.{key}", str(value)]
     return subprocess.run(
-        command, cwd=project, capture_output=True, text=True, timeout=timeout,
+        command, cwd=project, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )
+
+
+def full_data_env(project: Path) -> Dict[str, str]:
+    """The environment of the documented full-size run: weasel's overrides from configs/full.vars."""
+    return {"WEASEL_CONFIG_OVERRIDES": (project / "configs" / "full.vars").read_text(encoding="utf8")}
 
 
 def output_of(result: subprocess.CompletedProcess) -> str:

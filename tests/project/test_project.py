@@ -1,15 +1,21 @@
-"""The spaCy project (project.yml): the `all` workflow end to end on tiny data, missing inputs, resume."""
+"""The spaCy project (project.yml): its deps, the `all` workflow end to end on tiny data, missing inputs, resume."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Dict
 
 import pytest
+import srsly
+from weasel.util import load_project_config, parse_config_overrides
 
-from .conftest import TINY_SETTINGS, missing, output_of, project_run
+from .conftest import REPO, TINY_SETTINGS, full_data_env, load_script, missing, output_of, project_run
+
+check_inputs = load_script("check_inputs")
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -80,20 +86,68 @@ def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
 def test_missing_full_data_says_what_to_fetch_and_which_var_to_set(project_dir: Path, tmp_path: Path):
     empty = tmp_path / "no_data_here"
     empty.mkdir()
-    result = project_run(project_dir, "check-inputs-full", {"data_dir": empty}, timeout=120)
+    result = project_run(project_dir, "from-scratch", {"data_dir": empty}, timeout=120, env=full_data_env(project_dir))
     output = output_of(result)
     assert result.returncode != 0
     assert "python -m spacy project assets --extra" in output
     assert "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/en_ewt-ud-train.conllu" in output
-    assert "--vars.data_dir" in output and "--vars.full_ud_train" in output
+    assert "--vars.data_dir" in output and "vars.ud_train in WEASEL_CONFIG_OVERRIDES" in output
     # CoNLL-2003 has no download: the message says why and what to set instead.
-    assert "not redistributable" in output and "--vars.full_ner_train" in output
+    assert "not redistributable" in output and "vars.ner_train in WEASEL_CONFIG_OVERRIDES" in output
+    assert not (project_dir / "corpus" / "full").exists()  # stopped before converting
 
 
 def test_full_inputs_are_found_in_a_local_data_dir(project_dir: Path, data_dir: Path):
-    result = project_run(project_dir, "check-inputs-full", {"data_dir": data_dir}, timeout=120)
+    result = project_run(project_dir, "check-inputs", {"data_dir": data_dir}, timeout=120, env=full_data_env(project_dir))
     assert result.returncode == 0, output_of(result)
-    assert "inputs of workflow 'full' are present" in output_of(result)
+    assert "inputs of the workflows are present" in output_of(result)
+
+
+# ---- project.yml itself: what weasel makes of it
+
+
+def commands_of(config: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    return {command["name"]: command for command in config["commands"]}
+
+
+def test_every_dep_and_output_is_one_path(project_dir: Path):
+    """Confection joins an item ending with ${vars...} and the next one starting with ${vars...}."""
+    raw = commands_of(srsly.read_yaml(project_dir / "project.yml"))
+    for name, command in commands_of(load_project_config(project_dir)).items():
+        for key in ("deps", "outputs"):
+            assert len(command.get(key, [])) == len(raw[name].get(key, [])), (name, key)
+
+
+def test_each_step_lists_the_files_its_script_names_in_its_deps(project_dir: Path):
+    for name, command in commands_of(load_project_config(project_dir)).items():
+        if name == "check-inputs":
+            continue  # it gets the inputs' paths to check them: as deps, weasel would stop first, unexplained
+        named = set(re.findall(r"(?:scripts|tools|configs)/[\w.]+\.(?:py|cfg)", " ".join(command["script"])))
+        assert named <= set(command.get("deps", [])), name
+        for dep in command.get("deps", []):
+            if dep.split("/")[0] in ("scripts", "tools", "configs"):
+                assert (REPO / dep).exists(), (name, dep)
+
+
+def test_check_inputs_gets_every_var_that_names_an_input():
+    raw = srsly.read_yaml(REPO / "project.yml")
+    paths = [dep for step in check_inputs.workflow_steps(raw) for dep in step.get("deps", [])]
+    used = set(re.findall(r"\$\{vars\.(\w+)\}", " ".join(paths + [asset["dest"] for asset in raw["assets"]])))
+    passed = set(re.findall(r"--vars\.(\w+) \$\{vars\.\1\}", " ".join(commands_of(raw)["check-inputs"]["script"])))
+    assert used <= passed, used - passed
+    assert all(workflow[0] == "check-inputs" for workflow in raw["workflows"].values())
+
+
+def test_full_vars_set_known_vars_and_point_the_steps_at_data_dir(project_dir: Path, monkeypatch):
+    monkeypatch.setenv("WEASEL_CONFIG_OVERRIDES", full_data_env(project_dir)["WEASEL_CONFIG_OVERRIDES"])
+    overrides = parse_config_overrides(["--vars.data_dir", "/data"])
+    assert set(overrides) <= {f"vars.{name}" for name in srsly.read_yaml(project_dir / "project.yml")["vars"]}
+    commands = commands_of(load_project_config(project_dir, overrides=overrides))
+    assert commands["convert-ner"]["deps"] == ["/data/conll2003/train.txt", "scripts/convert.py", "/data/conll2003/dev.txt"]
+    assert "corpus/full/ner/train.spacy" in commands["convert-ner"]["outputs"]
+    # The configs' own settings stand.
+    assert "--training.max_steps" not in " ".join(commands["train-baseline"]["script"])
+    assert "--model.lstm_dim" not in " ".join(commands["pretrain"]["script"])
 
 
 @pytest.mark.slow

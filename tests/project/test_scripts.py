@@ -142,26 +142,31 @@ def test_compare_table_and_chart(tmp_path: Path):
     assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_workflow_inputs_exclude_what_earlier_steps_write():
+def test_project_inputs_are_the_workflow_deps_no_step_writes():
     config = {
-        "workflows": {"w": ["a", "b"]},
+        "workflows": {"w": ["a", "b"], "v": ["c"]},
         "commands": [
             {"name": "a", "deps": ["data/x.txt"], "outputs": ["corpus/x.spacy", "model/weights.hdf5"]},
             {"name": "b", "deps": ["corpus/x.spacy", "model", "configs/c.cfg", "data/x.txt"]},
+            {"name": "c", "deps": ["model", "configs/d.cfg"]},  # another workflow's step wrote it
+            {"name": "maintenance", "deps": ["data/full.txt"], "outputs": ["data/x.txt"]},  # in no workflow
         ],
     }
-    assert check_inputs.workflow_inputs(config, "w") == ["data/x.txt", "configs/c.cfg"]
+    assert check_inputs.project_inputs(config) == ["data/x.txt", "configs/c.cfg", "configs/d.cfg"]
 
 
 def test_missing_input_explanation_names_the_asset_source_and_the_vars():
     config = {
-        "vars": {"data_dir": "assets/full", "full_ud_train": "assets/full/ud/train.conllu", "lang": "en"},
+        "vars": {"data_dir": "assets/full", "ud_train": "assets/full/ud/train.conllu", "lang": "en"},
         "assets": [{"dest": "assets/full/ud/train.conllu", "url": "https://example.org/train.conllu", "extra": True, "description": "UD train"}],
     }
     text = check_inputs.explain("assets/full/ud/train.conllu", config)
     assert "What it is: UD train." in text
     assert "python -m spacy project assets --extra" in text and "https://example.org/train.conllu" in text
-    assert "--vars.full_ud_train or --vars.data_dir" in text
+    assert "--vars.ud_train or --vars.data_dir" in text
+    # A var that the overrides variable sets is changed there: the command line cannot override it.
+    text = check_inputs.explain("assets/full/ud/train.conllu", config, env_names=["ud_train"])
+    assert "vars.ud_train in WEASEL_CONFIG_OVERRIDES (e.g. a copy of configs/full.vars) or --vars.data_dir" in text
 
 
 def test_train_vectors_writes_floret_vectors_that_spacy_loads(tmp_path: Path):
