@@ -3,6 +3,7 @@ AllenNLP/bilm-tf models, downloaded on first use into a cache directory.
 
     model_files("english-compact")  # in the installed package, offline
     model_files("small")            # downloaded once, then read from the cache
+    locate_vectors("english-compact")  # the floret vectors shipped beside it (spaCy format)
 
 ``SPACY_ELMO_CACHE`` (default ``$XDG_CACHE_HOME/spacy-elmo``, else ``~/.cache/spacy-elmo``)
 and ``SPACY_ELMO_BASE_URL`` (default AllenNLP's public bucket) change where published
@@ -31,6 +32,9 @@ class NamedModel:
     # Shipped: the folder under spacy_elmo/resources. Published: the folder on the server.
     folder: str
     shipped: bool
+    # Shipped static vectors trained on the model's text: a spaCy vectors directory
+    # (`spacy init vectors --mode floret`) in the model's folder, under this name.
+    vectors_folder: Optional[str] = None
 
     def file_names(self) -> Tuple[str, str]:
         """(options, weights) file names, as the publisher names them."""
@@ -47,7 +51,7 @@ NAMED_MODELS: Dict[str, NamedModel] = {
     model.name: model
     for model in (
         NamedModel(
-            name="english-compact", lang="en", folder="english_compact", shipped=True,
+            name="english-compact", lang="en", folder="english_compact", shipped=True, vectors_folder="vectors",
             description="spacy-elmo's English biLM (LSTM 2x512, projection 128; Wikipedia, "
             "Stack Exchange, Gutenberg), shipped in the package",
         ),
@@ -146,3 +150,35 @@ def locate_model(
         f"Weights file not found: {model} (no such file or directory, and not an ELMo model name: "
         f"{', '.join(NAMED_MODELS)})"
     )
+
+
+def default_vectors(lang: str) -> str:
+    """The name of the static vectors shipped for a spaCy language code, or a clear error."""
+    names = [model.name for model in NAMED_MODELS.values() if model.vectors_folder and model.lang == lang]
+    if not names:
+        shipped = sorted({model.lang for model in NAMED_MODELS.values() if model.vectors_folder})
+        raise InputError(
+            f"spacy-elmo ships no static vectors for language {lang!r} (only for: {', '.join(shipped)}). "
+            "Give paths.vectors: a directory from `spacy init vectors`, e.g. floret vectors trained on "
+            "your text by the project's train-vectors step"
+        )
+    return names[0]
+
+
+def locate_vectors(vectors: PathLike) -> Path:
+    """The spaCy vectors directory of a path, or of a shipped model's name (its
+    static vectors); an existing path wins over a name."""
+    path = Path(vectors)
+    if path.exists():
+        return path
+    named = {name: model for name, model in NAMED_MODELS.items() if model.vectors_folder}
+    if str(vectors) not in named:
+        raise InputError(
+            f"Vectors not found: {vectors} (no such directory, and not the name of shipped vectors: "
+            f"{', '.join(named)})"
+        )
+    model = named[str(vectors)]
+    folder = RESOURCES / model.folder / str(model.vectors_folder)
+    if not (folder / "vocab" / "vectors").is_file():
+        raise InputError(f"The installed spacy-elmo lacks its vectors files: {folder}")
+    return folder

@@ -10,6 +10,7 @@ from spacy_elmo.models.loaders import build_elmo_weights_loader_v1, build_origin
 from spacy_elmo.models.scalar_mix import build_scalar_mix_v1
 from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1
 from spacy_elmo.pipeline.elmo import make_elmo
+from spacy_elmo.pipeline.static_vectors import create_static_vectors_loader_v1
 
 ARCHITECTURES = {
     "spacy-elmo.ElmoBiLM.v1": build_bilm_layer_v1,
@@ -33,6 +34,10 @@ def test_architectures(name):
 @pytest.mark.parametrize("name", MISC)
 def test_misc(name):
     assert registry.misc.get(name) is MISC[name]
+
+
+def test_callbacks():
+    assert registry.callbacks.get("spacy-elmo.static_vectors.v1") is create_static_vectors_loader_v1
 
 
 def test_factory():

@@ -53,7 +53,13 @@ def test_elmo_config_is_the_baseline_plus_elmo(baseline_name, elmo_name):
 def test_vectors_config_is_its_config_plus_static_vectors(plain_name, vectors_name):
     plain = load_config(CONFIGS / plain_name, interpolate=False)
     with_vectors = load_config(CONFIGS / vectors_name, interpolate=False)
-    assert with_vectors["initialize"]["vectors"] == "${paths.vectors}"
+    # spaCy's [initialize] vectors takes a path; the callback also the shipped vectors.
+    assert with_vectors["initialize"]["vectors"] is None
+    assert with_vectors["initialize"]["before_init"] == {
+        "@callbacks": "spacy-elmo.static_vectors.v1", "vectors": "${paths.vectors}", "lang": "${nlp.lang}",
+    }
+    assert plain["initialize"]["vectors"] == "${paths.vectors}" and plain["initialize"]["before_init"] is None
+    with_vectors["initialize"].update(vectors="${paths.vectors}", before_init=None)
     switches = _static_vector_switches(with_vectors)
     assert switches == ["components.tok2vec.model.embed" + ("" if "elmo" not in plain_name else ".token_embedding")]
     for path in switches:
