@@ -153,16 +153,16 @@ def locate_model(
 
 
 def default_vectors(lang: str) -> str:
-    """The name of the static vectors shipped for a spaCy language code, or a clear error."""
-    names = [model.name for model in NAMED_MODELS.values() if model.vectors_folder and model.lang == lang]
-    if not names:
-        shipped = sorted({model.lang for model in NAMED_MODELS.values() if model.vectors_folder})
+    """The name of the static vectors shipped for a spaCy language code (those of its
+    default biLM, :data:`DEFAULT_MODELS`), or a clear error."""
+    with_vectors = {code: name for code, name in DEFAULT_MODELS.items() if NAMED_MODELS[name].vectors_folder}
+    if lang not in with_vectors:
         raise InputError(
-            f"spacy-elmo ships no static vectors for language {lang!r} (only for: {', '.join(shipped)}). "
+            f"spacy-elmo ships no static vectors for language {lang!r} (only for: {', '.join(sorted(with_vectors))}). "
             "Give paths.vectors: a directory from `spacy init vectors`, e.g. floret vectors trained on "
             "your text by the project's train-vectors step"
         )
-    return names[0]
+    return with_vectors[lang]
 
 
 def locate_vectors(vectors: PathLike) -> Path:
