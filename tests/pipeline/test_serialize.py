@@ -150,7 +150,11 @@ def test_listener_and_inline_see_the_same_features(weights):
     from_listener = tok2vec.predict([doc])[0]
     nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
     inline = nlp.get_pipe("tagger").model.get_ref("tok2vec")
-    numpy.testing.assert_allclose(inline.predict([nlp.make_doc(doc.text)])[0], from_listener, atol=1e-6)
+    # The biLM copy may multiply with other kernels (prepacked or not) than the
+    # component's, so the two agree to float32 rounding, not bit for bit.
+    numpy.testing.assert_allclose(
+        inline.predict([nlp.make_doc(doc.text)])[0], from_listener, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
