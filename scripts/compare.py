@@ -6,10 +6,14 @@ spacy_elmo pretrain`). Writes `compare.md` (per task and metric: each pipeline's
 difference from the baseline; words/s and the seconds each 1,000 words cost; the final held-out
 perplexity) and `compare.png` (per task, each pipeline as a point of its main score against its
 speed: the cost/benefit frontier to choose from; and the pretraining perplexity curve).
+
+Given several metrics directories (one per seed, each with the same files), every score is the
+mean over them, words/s the median, and the table adds the main score of each run.
 """
 import json
+import statistics
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import typer
 from wasabi import msg
@@ -42,20 +46,30 @@ def read_json(path: Path) -> Dict[str, Any]:
         raise  # unreachable; keeps type checkers happy
 
 
-def collect_rows(metrics_dir: Path) -> List[Row]:
+def collect_rows(metrics_dirs: Sequence[Path]) -> List[Row]:
     """One row per (task, metric) with the score of each pipeline evaluated for the task
-    (``row["scores"]``: system -> value), when the baseline and at least one other were."""
+    (``row["scores"]``: system -> the mean over the directories, words/s their median;
+    ``row["runs"]``: system -> each directory's value), when the baseline and at least one other
+    were."""
     rows: List[Row] = []
     for prefix, task, metrics, main_key in TASKS:
-        paths = {system: metrics_dir / f"{prefix}_{system}.json" for system, _ in SYSTEMS}
-        present = [system for system, path in paths.items() if path.exists()]
+        paths = {system: [d / f"{prefix}_{system}.json" for d in metrics_dirs] for system, _ in SYSTEMS}
+        present = [system for system, files in paths.items() if any(path.exists() for path in files)]
         if "baseline" not in present or len(present) < 2:
             continue
-        scores = {system: read_json(paths[system]) for system in present}
+        for system in present:
+            absent = [path for path in paths[system] if not path.exists()]
+            if absent:
+                msg.fail(f"Missing metrics file {absent[0]}: every directory needs the same pipelines", exits=1)
+        results = {system: [read_json(path) for path in paths[system]] for system in present}
         for key, label in [*metrics, ("speed", "words/s")]:
-            values = {system: scores[system].get(key) for system in present}
-            if all(isinstance(v, (int, float)) for v in values.values()):
-                rows.append({"task": task, "metric": label, "key": key, "main": key == main_key, "scores": values})
+            runs = {system: [result.get(key) for result in results[system]] for system in present}
+            if all(isinstance(v, (int, float)) for values in runs.values() for v in values):
+                average = statistics.median if key == "speed" else statistics.fmean
+                rows.append({
+                    "task": task, "metric": label, "key": key, "main": key == main_key, "runs": runs,
+                    "scores": {system: average(values) for system, values in runs.items()},
+                })
     return rows
 
 
@@ -95,16 +109,22 @@ def markdown_table(rows: List[Row], dev_log: List[Row], title: str) -> str:
     lines = [f"## {title}", ""]
     if rows:
         systems = [(system, label) for system, label in SYSTEMS if any(system in row["scores"] for row in rows)]
+        n_runs = len(next(iter(rows[0]["runs"].values())))
         lines += ["| Task | Metric | " + " | ".join(label for _, label in systems) + " |",
                   "|---|---|" + "---:|" * len(systems)]
         for row in rows:
             lines.append(f"| {row['task']} | {row['metric']} | " + " | ".join(_cell(row, s) for s, _ in systems) + " |")
+            if row["main"] and n_runs > 1:
+                runs = [" / ".join(format_value(row["key"], v) for v in row["runs"][s]) if s in row["runs"] else "–"
+                        for s, _ in systems]
+                lines.append(f"| {row['task']} | {row['metric']}, each run | " + " | ".join(runs) + " |")
             if row["key"] == "speed":
                 costs = [f"{1000 / row['scores'][s]:.3f} s" if row["scores"].get(s) else "–" for s, _ in systems]
                 lines.append(f"| {row['task']} | s per 1,000 words | " + " | ".join(costs) + " |")
+        averaged = f" Means of {n_runs} runs (words/s: the median)." if n_runs > 1 else ""
         lines += ["", "Scores are percentages on the dev set (`spacy evaluate --gold-preproc`: gold tokens and "
                   "sentences), in parentheses the difference from the baseline; words/s as `spacy evaluate` "
-                  "measures it, on this machine."]
+                  f"measures it, on this machine.{averaged}"]
     else:
         lines.append("No metrics found.")
     if dev_log:
@@ -164,25 +184,29 @@ def draw_chart(rows: List[Row], train_log: List[Row], dev_log: List[Row], path: 
 
 
 def main(
-    metrics_dir: Path = typer.Argument(..., help="Directory with {ud,ner}_{baseline,vectors,elmo,elmo_vectors}.json"),
+    metrics_dirs: List[Path] = typer.Argument(..., help="Directories with {ud,ner}_{baseline,vectors,elmo,elmo_vectors}.json: one, or one per seed"),
     pretrain_log: Optional[Path] = typer.Option(None, "--pretrain-log", help="metrics.jsonl of the pretraining run"),
     title: str = typer.Option("dev set", "--title", help="Names the data in the table and chart"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where compare.md and compare.png go (default: the first metrics directory)", file_okay=False),
 ) -> None:
-    rows = collect_rows(metrics_dir)
+    rows = collect_rows(metrics_dirs)
     if not rows:
         msg.fail(
-            f"No metrics to compare in {metrics_dir} (expected ud_baseline.json or ner_baseline.json and at "
-            "least one of *_vectors.json, *_elmo.json, *_elmo_vectors.json): run the evaluate step first",
+            f"No metrics to compare in {', '.join(map(str, metrics_dirs))} (expected ud_baseline.json or "
+            "ner_baseline.json and at least one of *_vectors.json, *_elmo.json, *_elmo_vectors.json): run "
+            "the evaluate step first",
             exits=1,
         )
     train_log, dev_log = read_pretraining_log(pretrain_log)
     table = markdown_table(rows, dev_log, title)
-    table_path = metrics_dir / "compare.md"
+    output_dir = output or metrics_dirs[0]
+    output_dir.mkdir(parents=True, exist_ok=True)
+    table_path, chart_path = output_dir / "compare.md", output_dir / "compare.png"
     with atomic_output_path(table_path) as tmp:
         tmp.write_text(table, encoding="utf8")
-    draw_chart(rows, train_log, dev_log, metrics_dir / "compare.png", title)
+    draw_chart(rows, train_log, dev_log, chart_path, title)
     print(table)
-    msg.good(f"Wrote {table_path} and {metrics_dir / 'compare.png'}")
+    msg.good(f"Wrote {table_path} and {chart_path}")
 
 
 if __name__ == "__main__":

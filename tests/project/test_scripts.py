@@ -124,7 +124,7 @@ def test_compare_table_and_chart(tmp_path: Path):
             {"kind": "dev", "step": 10, "dev_perplexity": 400.0, "dev_perplexity_forward": 390.0, "dev_perplexity_backward": 410.0},
         ]) + "\n{cut short"
     )
-    rows = compare.collect_rows(tmp_path)
+    rows = compare.collect_rows([tmp_path])
     assert [(r["task"], r["metric"]) for r in rows if r["key"] != "speed"] == [
         ("UD English-EWT", "XPOS"), ("UD English-EWT", "UAS"), ("UD English-EWT", "LAS"),
         ("NER", "NER P"), ("NER", "NER R"), ("NER", "NER F"),
@@ -140,6 +140,28 @@ def test_compare_table_and_chart(tmp_path: Path):
     assert "held-out perplexity at step 10: 400.0 (average), 390.0 (forward), 410.0 (backward), from 900.0 at step 0" in table
     compare.draw_chart(rows, train, dev, tmp_path / "compare.png", "test")
     assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_compare_averages_runs_of_several_seeds(tmp_path: Path):
+    for seed, (base, elmo, base_speed, elmo_speed) in enumerate([(0.80, 0.84, 900.0, 400.0), (0.82, 0.85, 1000.0, 500.0),
+                                                                  (0.84, 0.89, 2000.0, 450.0)]):
+        for system, score, speed in (("baseline", base, base_speed), ("elmo", elmo, elmo_speed)):
+            path = tmp_path / f"seed{seed}" / f"ner_{system}.json"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(json.dumps({"ents_p": score, "ents_r": score, "ents_f": score, "speed": speed}))
+    dirs = [tmp_path / f"seed{seed}" for seed in range(3)]
+    rows = compare.collect_rows(dirs)
+    f1 = next(row for row in rows if row["main"])
+    assert f1["scores"]["baseline"] == pytest.approx(0.82) and f1["scores"]["elmo"] == pytest.approx(0.86)
+    assert next(row for row in rows if row["key"] == "speed")["scores"] == {"baseline": 1000.0, "elmo": 450.0}  # medians
+    table = compare.markdown_table(rows, [], "three seeds")
+    assert "| NER | NER F | 82.00 | 86.00 (+4.00) |" in table
+    assert "| NER | NER F, each run | 80.00 / 82.00 / 84.00 | 84.00 / 85.00 / 89.00 |" in table
+    assert "Means of 3 runs (words/s: the median)." in table
+
+    (dirs[2] / "ner_elmo.json").unlink()
+    with pytest.raises(SystemExit):
+        compare.collect_rows(dirs)
 
 
 def test_project_inputs_are_the_workflow_deps_no_step_writes():
