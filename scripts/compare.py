@@ -54,13 +54,13 @@ def collect_rows(metrics_dirs: Sequence[Path]) -> List[Row]:
     rows: List[Row] = []
     for prefix, task, metrics, main_key in TASKS:
         paths = {system: [d / f"{prefix}_{system}.json" for d in metrics_dirs] for system, _ in SYSTEMS}
-        present = [system for system, files in paths.items() if any(path.exists() for path in files)]
+        absent = {system: [path for path in files if not path.exists()] for system, files in paths.items()}
+        present = [system for system in paths if len(absent[system]) < len(metrics_dirs)]
         if "baseline" not in present or len(present) < 2:
             continue
         for system in present:
-            absent = [path for path in paths[system] if not path.exists()]
-            if absent:
-                msg.fail(f"Missing metrics file {absent[0]}: every directory needs the same pipelines", exits=1)
+            if absent[system]:
+                msg.fail(f"Missing metrics file {absent[system][0]}: every directory needs the same pipelines", exits=1)
         results = {system: [read_json(path) for path in paths[system]] for system in present}
         for key, label in [*metrics, ("speed", "words/s")]:
             runs = {system: [result.get(key) for result in results[system]] for system in present}
@@ -199,8 +199,7 @@ def main(
         )
     train_log, dev_log = read_pretraining_log(pretrain_log)
     table = markdown_table(rows, dev_log, title)
-    output_dir = output or metrics_dirs[0]
-    output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir = output or metrics_dirs[0]  # atomic_output_path creates it
     table_path, chart_path = output_dir / "compare.md", output_dir / "compare.png"
     with atomic_output_path(table_path) as tmp:
         tmp.write_text(table, encoding="utf8")
