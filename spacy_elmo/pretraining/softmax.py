@@ -124,7 +124,7 @@ class LMSoftmax(nn.Module):
             true_logits = (hidden * select_rows(self.weight, targets)).sum(dim=1) + select_rows(self.bias, targets)
             true_logits = true_logits - candidates.log_expected_count(targets)
             sampled_bias = select_rows(self.bias, candidates.ids) - candidates.log_expected_count(candidates.ids)
-            rows = chunk_rows if chunk_rows > 0 else max(16, (1 << 20) // len(candidates.ids))
+            rows = chunk_rows if chunk_rows > 0 else default_chunk_rows(len(candidates.ids), hidden.device)
             return _ChunkedSoftmaxNLL.apply(
                 hidden, targets, select_rows(self.weight, candidates.ids), sampled_bias, rows,
                 _training(hidden, self.weight), true_logits, candidates.ids,
@@ -158,9 +158,17 @@ def load_softmax(path: Union[str, Path], *, vocab_size: int, dim: int) -> LMSoft
 
 def full_softmax_nll(hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tensor, *, chunk_rows: int = 0) -> Tensor:
     """``-log softmax(hidden @ weight.T + bias)[targets]``, *Shape:* ``(n,)``, computed
-    `chunk_rows` rows at a time (0: rows whose logits, about 4 MB, stay in the cache)."""
-    rows = chunk_rows if chunk_rows > 0 else max(16, (1 << 20) // weight.shape[0])
+    `chunk_rows` rows at a time (0: :func:`default_chunk_rows`)."""
+    rows = chunk_rows if chunk_rows > 0 else default_chunk_rows(weight.shape[0], hidden.device)
     return _ChunkedSoftmaxNLL.apply(hidden, targets, weight, bias, rows, _training(hidden, weight))
+
+
+def default_chunk_rows(n_classes: int, device: torch.device) -> int:
+    """Rows of logits computed at once: on a CPU, rows whose logits (about 4 MB of
+    float32) stay in the cache; on a GPU, rows whose logits (512 MB) keep the device
+    busy, since each chunk costs a few kernel launches whatever its size."""
+    elements = 1 << 20 if device.type == "cpu" else 1 << 27
+    return max(16, elements // n_classes)
 
 
 _SAVED_PROBABILITIES_MAX_BYTES = 512 * 2**20

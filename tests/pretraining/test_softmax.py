@@ -145,3 +145,10 @@ def test_chunked_sampled_softmax_gradients_match_autograd(probabilities):
     (plain * weights).sum().backward()
     for mine, reference in zip(got, [hidden.grad, softmax.weight.grad, softmax.bias.grad]):
         torch.testing.assert_close(mine, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_default_chunks_fit_a_cpu_cache_and_fill_a_gpu():
+    assert softmax_module.default_chunk_rows(50_000, torch.device("cpu")) == 20
+    assert softmax_module.default_chunk_rows(4096, torch.device("cpu")) == 256
+    assert softmax_module.default_chunk_rows(50_000, torch.device("cuda", 0)) == (1 << 27) // 50_000
+    assert softmax_module.default_chunk_rows(10**9, torch.device("cpu")) == 16

@@ -4,7 +4,7 @@ A token becomes ``[BOW, byte_1 .. byte_48, EOW, PAD, ...]`` (50 ids), then every
 is shifted by +1 so that id 0 marks a padded (absent) token.
 """
 from functools import lru_cache
-from typing import Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy
 import torch
@@ -46,11 +46,15 @@ def token_char_ids(token: str) -> Tuple[int, ...]:
 def batch_to_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     """Character ids of a batch of tokenised sentences, without boundary tokens.
 
+    Each distinct token's row is built once and copied to all its places.
     *Shape:* ``(n_sentences, max_tokens, 50)``, int64; padded tokens are all 0.
     """
-    max_len = max((len(s) for s in sentences), default=0)
+    lengths = numpy.array([len(s) for s in sentences], dtype=numpy.int64)
+    max_len = int(lengths.max()) if len(sentences) else 0
     ids = numpy.zeros((len(sentences), max_len, MAX_CHARS_PER_TOKEN), dtype=numpy.int64)
-    for i, sentence in enumerate(sentences):
-        if sentence:
-            ids[i, : len(sentence)] = [token_char_ids(token) for token in sentence]
+    distinct: Dict[str, int] = {}
+    places = [distinct.setdefault(token, len(distinct)) for sentence in sentences for token in sentence]
+    if places:
+        rows = numpy.array([token_char_ids(token) for token in distinct], dtype=numpy.int64)
+        ids[numpy.arange(max_len)[None, :] < lengths[:, None]] = rows[numpy.array(places)]
     return torch.from_numpy(ids)
