@@ -19,6 +19,13 @@ def stopping_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def request_stop(signum: int) -> None:
+    """Ask the running loop to stop at its next step, as SIGTERM does, but without
+    interrupting the code that runs now (for a deadline: a save is never cut in two)."""
+    global _terminated_by
+    _terminated_by = signum
+
+
 def raise_if_terminated() -> None:
     """Raise KeyboardInterrupt if SIGTERM arrived. Python drops an exception that a
     signal handler raises inside a weakref callback or ``__del__``; long loops call

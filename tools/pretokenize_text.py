@@ -14,19 +14,21 @@ import sys
 import time
 from pathlib import Path
 
-from spacy_elmo.errors import InputError
+from spacy_elmo.errors import InputError, SpacyElmoError
 from spacy_elmo.output_files import atomic_output_path
-from spacy_elmo.pretraining.corpus import TextSplitter, read_records
+from spacy_elmo.pretraining.corpus import TextSplitter, file_format, read_records
 
 
 def pretokenize(source: Path, output: Path, *, tokenizer: str = "en", max_words: int = 0, max_window: int = 100) -> int:
     """Write `source`'s sentences to `output`; returns the number of words written."""
+    if file_format(source, "auto") != "text":
+        raise InputError(f"{source}: plain text only (one paragraph or sentence per line), not {source.suffix}")
     splitter = TextSplitter(tokenizer=tokenizer, split_sentences=True, max_window=max_window)
     words, start = 0, time.time()
     with atomic_output_path(output) as tmp, tmp.open("w", encoding="utf8") as out:
         for n_records, (text, _, _) in enumerate(read_records(source, "text"), start=1):
             for sentence in splitter(text):
-                tokens = [token for token in sentence if len(token.split()) == 1 and token.split()[0] == token]
+                tokens = [token for token in sentence if token.split() == [token]]
                 if tokens:
                     out.write(" ".join(tokens) + "\n")
                     words += len(tokens)
@@ -46,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     try:
         words = pretokenize(args.input, args.output, tokenizer=args.tokenizer, max_words=args.max_words)
-    except InputError as err:
+    except SpacyElmoError as err:
         sys.exit(f"✘ {err}")
     print(f"{args.output}: {words:,} words")
 

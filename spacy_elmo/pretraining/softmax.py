@@ -108,8 +108,8 @@ class LMSoftmax(nn.Module):
         :param hidden: *Shape:* ``(n, dim)``.
         :param targets: *Shape:* ``(n,)``, word ids.
         :param candidates: negatives for the sampled softmax; ``None`` = full softmax.
-        :param chunk_rows: compute the softmax this many rows at a time (0: rows whose
-            logits stay in the cache; the ``(n, classes)`` logits are never held at once).
+        :param chunk_rows: compute the softmax this many rows at a time (0:
+            :func:`default_chunk_rows`; the ``(n, classes)`` logits are never held at once).
         """
         if candidates is not None:
             return self._sampled_nll(hidden, targets, candidates, chunk_rows)
@@ -165,8 +165,9 @@ def full_softmax_nll(hidden: Tensor, targets: Tensor, weight: Tensor, bias: Tens
 
 def default_chunk_rows(n_classes: int, device: torch.device) -> int:
     """Rows of logits computed at once: on a CPU, rows whose logits (about 4 MB of
-    float32) stay in the cache; on a GPU, rows whose logits (512 MB) keep the device
-    busy, since each chunk costs a few kernel launches whatever its size."""
+    float32) stay in the cache; on a GPU, rows whose logits (512 MB, and two or three
+    times that with a chunk's temporaries) keep the device busy, since each chunk
+    costs a few kernel launches whatever its size."""
     elements = 1 << 20 if device.type == "cpu" else 1 << 27
     return max(16, elements // n_classes)
 
@@ -180,7 +181,7 @@ class _ChunkedSoftmaxNLL(torch.autograd.Function):
     The ``(n, classes)`` logits are never held at once: the forward keeps each
     row's log-sum-exp, and the backward recomputes a chunk's logits, turns them
     into ``softmax - onehot`` in place and multiplies them out. Three passes over
-    cache-sized chunks replace several over a tensor far larger than the cache.
+    chunks (cache-sized on a CPU) replace several over a tensor far larger than the cache.
     Where the probabilities fit in ``_SAVED_PROBABILITIES_MAX_BYTES`` (a CPU step
     of the English settings: 134 MB), the forward writes them out chunk by chunk
     and the backward reads them instead of recomputing the product (1.1x a step).

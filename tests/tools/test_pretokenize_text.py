@@ -1,6 +1,8 @@
 """tools/pretokenize_text.py: the sentences a run with spaCy's tokenizer reads, one per line."""
 from pathlib import Path
 
+import pytest
+
 from spacy_elmo.pretraining.corpus import TextSplitter
 
 from ..project.conftest import load_script
@@ -26,3 +28,11 @@ def test_max_words_stops_after_the_line_that_reaches_it(tmp_path: Path):
     source.write_text("one two three.\nfour five.\nsix.\n", encoding="utf8")
     assert pretokenize_text.pretokenize(source, tmp_path / "out.txt", max_words=5) == 7
     assert (tmp_path / "out.txt").read_text(encoding="utf8") == "one two three .\nfour five .\n"
+
+
+def test_non_text_input_is_refused_in_one_line(tmp_path: Path):
+    source = tmp_path / "docs.jsonl"
+    source.write_text('{"text": "Hello."}\n', encoding="utf8")
+    with pytest.raises(pretokenize_text.InputError, match="plain text only"):
+        pretokenize_text.pretokenize(source, tmp_path / "out.txt")
+    assert list(tmp_path.iterdir()) == [source]

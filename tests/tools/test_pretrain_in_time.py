@@ -1,10 +1,13 @@
-"""tools/pretrain_in_time.py: calibrate, size one schedule to the time left, bring the biLM back in parts."""
+"""tools/pretrain_in_time.py: calibrate, size one schedule to the time left, stop at the deadline, bring back in parts."""
 from pathlib import Path
 
 import pytest
+import torch
 
+from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.default_config import default_config_text
+from spacy_elmo.pretraining.softmax import load_softmax
 
 from ..pretraining.util import fast_overrides
 from ..project.conftest import load_script
@@ -12,33 +15,67 @@ from ..project.conftest import load_script
 pretrain_in_time = load_script("pretrain_in_time", folder="tools")
 
 
+@pytest.fixture
+def setup(tmp_path: Path, reference_dir: Path, one_torch_thread):
+    config = tmp_path / "config.cfg"
+    config.write_text(default_config_text(size="fixture"), encoding="utf8")
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    return config, fast_overrides(text, text)
+
+
 def test_overrides_are_json_values_or_strings():
     parsed = pretrain_in_time.parse_overrides(["--training.max_steps", "10", "--corpus.tokenizer", "whitespace"])
     assert parsed == {"training.max_steps": 10, "corpus.tokenizer": "whitespace"}
-    with pytest.raises(SystemExit, match="pairs"):
+    with pytest.raises(pretrain_in_time.PlanError, match="pairs"):
         pretrain_in_time.parse_overrides(["--training.max_steps"])
 
 
-def test_planned_steps_leave_time_for_pauses_and_the_finish():
-    assert pretrain_in_time.plan_steps(505, 100_000, 10_000) == int(0.8 * 400 * 10)
-    assert pretrain_in_time.plan_steps(30, 100_000, 10_000) == 50
+def test_planned_steps_leave_time_for_set_up_pauses_and_the_finish():
+    # 505 s - 10 s set-up - 45 s finish - 10 x 5 s pauses = 400 s at 80% of 100k tokens/s
+    assert pretrain_in_time.plan_steps(505, 10, 100_000, 10_000) == 3_200
+    with pytest.raises(pretrain_in_time.PlanError, match="too little"):
+        pretrain_in_time.plan_steps(100, 10, 100_000, 10_000)
 
 
-def test_a_run_sized_to_its_time_is_brought_back_in_parts(tmp_path: Path, reference_dir: Path, monkeypatch, one_torch_thread):
-    tiny_text = reference_dir / "bilm-tf" / "train" / "data.txt"
-    config = tmp_path / "config.cfg"
-    config.write_text(default_config_text(size="fixture"), encoding="utf8")
-    overrides = fast_overrides(tiny_text, tiny_text)
+def test_a_planned_run_is_brought_back_in_parts(tmp_path: Path, setup, monkeypatch):
+    config, overrides = setup
+    monkeypatch.setattr(pretrain_in_time, "plan_steps", lambda *args: 50)
     monkeypatch.setattr(pretrain_in_time, "PART_BYTES", 100_000)
     result = pretrain_in_time.run(
-        config, tmp_path / "run", seconds=60, overrides=overrides, init_from=None, precisions=["fp32"],
-        calibration_steps=12, peak=0.002, started=pretrain_in_time.time.time(),
+        config, tmp_path / "run", seconds=600, overrides=overrides, init_from=None, precisions=["fp32"],
+        calibration_steps=20, peak=0.002, started=pretrain_in_time.time.time(),
     )
-    assert result["step"] == 50  # the fewest steps a plan makes
-    assert (tmp_path / "run.calibrate_fp32" / "weights.hdf5").exists()
+    assert result["step"] == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.cfg", "run"]  # calibration removed
     planned = load_config(tmp_path / "run" / "config.cfg")
     assert (planned.training.max_steps, planned.optimizer.warmup_steps, planned.optimizer.anneal_steps) == (50, 10, 25)
-    names = pretrain_in_time.bring_back(tmp_path / "run", tmp_path / "back")
+    back = tmp_path / "back"
+    back.mkdir()
+    (back / "weights.hdf5.part99").write_bytes(b"stale")
+    names = pretrain_in_time.bring_back(tmp_path / "run", back)
     assert "metrics.jsonl" in names and "weights.hdf5.part01" in names
-    joined = b"".join((tmp_path / "back" / name).read_bytes() for name in names if name.startswith("weights.hdf5.part"))
-    assert joined == (tmp_path / "run" / "weights.hdf5").read_bytes()
+    parts = sorted(back.glob("weights.hdf5.part*"))
+    assert b"".join(p.read_bytes() for p in parts) == (tmp_path / "run" / "weights.hdf5").read_bytes()
+    with pytest.raises(pretrain_in_time.PlanError, match="already holds a run"):
+        pretrain_in_time.run(
+            config, tmp_path / "run", seconds=600, overrides=overrides, init_from=None, precisions=["fp32"],
+            calibration_steps=20, peak=0.002, started=pretrain_in_time.time.time(),
+        )
+
+
+def test_the_deadline_stops_the_run_and_its_last_checkpoint_is_exported(tmp_path: Path, setup, monkeypatch):
+    config, overrides = setup
+    monkeypatch.setattr(pretrain_in_time, "N_EVALUATIONS", 4_000)  # a checkpoint every 25 steps
+    run_dir = tmp_path / "run"
+    result = pretrain_in_time.train_until(
+        config, run_dir, overrides=overrides, init_from=None, precision="fp32", steps=100_000, peak=0.002,
+        stop_after=4.0, device=torch.device("cpu"),
+    )
+    assert result == {"stopped": True}
+    checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
+    assert 25 <= checkpoint["step"] < 100_000 and checkpoint["step"] % 25 == 0
+    (run_dir / "softmax.hdf5").unlink()  # as if the stop had cut the last export in two
+    pretrain_in_time.export_last_checkpoint(run_dir)
+    weight = checkpoint["model"]["softmax.weight"]
+    softmax = load_softmax(run_dir / "softmax.hdf5", vocab_size=weight.shape[0], dim=weight.shape[1])
+    assert torch.equal(softmax.weight.data, weight)
