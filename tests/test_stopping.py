@@ -1,11 +1,11 @@
-"""SIGTERM stops a command as Ctrl-C does, and a stop request is not lost."""
+"""SIGTERM stops a command as Ctrl-C does, a stop request is not lost, and a requested stop waits for the next check."""
 import os
 import signal
 import time
 
 import pytest
 
-from spacy_elmo.stopping import raise_if_terminated, stopping_on_sigterm
+from spacy_elmo.stopping import raise_if_terminated, request_stop, stopping_on_sigterm
 
 
 def test_sigterm_raises_keyboard_interrupt_inside_and_is_remembered():
@@ -20,3 +20,13 @@ def test_sigterm_raises_keyboard_interrupt_inside_and_is_remembered():
     assert signal.getsignal(signal.SIGTERM) == before
     with stopping_on_sigterm():
         raise_if_terminated()  # a new command starts with no request
+
+
+def test_a_requested_stop_interrupts_nothing_until_the_next_check():
+    with stopping_on_sigterm():
+        request_stop(signal.SIGALRM)
+        time.sleep(0.01)  # the code running now goes on
+        with pytest.raises(KeyboardInterrupt, match=f"stopped by signal {int(signal.SIGALRM)}"):
+            raise_if_terminated()
+    with stopping_on_sigterm():
+        raise_if_terminated()
