@@ -68,8 +68,8 @@ def parse_overrides(args: List[str]) -> Dict[str, Any]:
 
 def median_speed(run_dir: Path, after_step: int) -> float:
     """Median training tokens/s of a run's log records after `after_step`."""
-    lines = (run_dir / "metrics.jsonl").read_text(encoding="utf8").splitlines()
-    speeds = [r["tokens_per_second"] for r in map(json.loads, lines) if r.get("kind") == "train" and r["step"] > after_step]
+    records = RunDirectory(run_dir).metrics.read()
+    speeds = [r["tokens_per_second"] for r in records if r.get("kind") == "train" and r["step"] > after_step]
     if not speeds:
         raise PlanError(f"calibration logged no step after step {after_step}: give --calibration-steps of at least 20")
     return statistics.median(speeds)
@@ -88,7 +88,8 @@ def calibrate(
     config_path: Path, scratch: Path, *, overrides: Dict[str, Any], init_from: Optional[str], precision: str,
     steps: int, device: torch.device,
 ) -> Dict[str, float]:
-    """Training tokens/s at `precision`, and the seconds the run spent outside its steps (set-up, saving)."""
+    """Training tokens/s at `precision`, the seconds the run spent outside its steps (set-up,
+    saving), and its tokens per step."""
     config = load_config(config_path, {
         **overrides, "training.precision": precision, "training.max_steps": steps, "training.log_every": 10,
         "training.eval_at_start": False, "training.eval_every": 10**9, "training.checkpoint_every": 10**9,
@@ -97,7 +98,10 @@ def calibrate(
     pretrain(config, scratch / precision, device=device, init_from=init_from)
     speed = median_speed(scratch / precision, after_step=10)
     stepping = steps * config.training.tokens_per_step / speed
-    return {"tokens_per_second": speed, "setup_seconds": max(0.0, time.time() - start - stepping)}
+    return {
+        "tokens_per_second": speed, "setup_seconds": max(0.0, time.time() - start - stepping),
+        "tokens_per_step": config.training.tokens_per_step,
+    }
 
 
 def train_until(
@@ -145,10 +149,7 @@ def bring_back(run_dir: Path, target: Path) -> List[str]:
         for stale in target.glob(f"{name}.part*"):
             stale.unlink()
         with (run_dir / name).open("rb") as source:
-            for part in range(10**6):
-                data = source.read(PART_BYTES)
-                if not data:
-                    break
+            for part, data in enumerate(iter(lambda: source.read(PART_BYTES), b"")):
                 with atomic_output_path(target / f"{name}.part{part:02d}") as tmp:
                     tmp.write_bytes(data)
                 written.append(f"{name}.part{part:02d}")
@@ -181,9 +182,10 @@ def run(
     for precision, result in measured.items():
         print(f"{precision}: {result['tokens_per_second']:,.0f} tokens/s, {result['setup_seconds']:.1f} s of set-up", flush=True)
     precision = max(measured, key=lambda name: measured[name]["tokens_per_second"])
-    tokens_per_step = load_config(config_path, overrides).training.tokens_per_step
+    best = measured[precision]
+    tokens_per_step = int(best["tokens_per_step"])
     seconds_left = seconds - (time.time() - started)
-    steps = plan_steps(seconds_left, measured[precision]["setup_seconds"], measured[precision]["tokens_per_second"], tokens_per_step)
+    steps = plan_steps(seconds_left, best["setup_seconds"], best["tokens_per_second"], tokens_per_step)
     print(f"{steps} steps of {tokens_per_step:,} tokens at {precision}", flush=True)
     result = train_until(
         config_path, output_dir, overrides=overrides, init_from=init_from, precision=precision, steps=steps,
