@@ -6,6 +6,10 @@ lengths and words come from UD English-EWT dev, in their natural order, as the
 RSS is its own.
 
     python benchmarks/bench_inference.py --size original --batch-sizes 1 32
+
+`--deviation` prints instead how far the int8 path's layers lie from fp32's on
+the same sentences (per layer: mean absolute deviation, mean magnitude, the
+lowest per-token cosine similarity).
 """
 import argparse
 import json
@@ -81,6 +85,33 @@ def run_one(args: argparse.Namespace) -> dict:
     }
 
 
+def print_deviation(args: argparse.Namespace) -> None:
+    """The int8 path's layers against fp32's, per layer, at the first batch size."""
+    import torch
+
+    from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+    from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
+    from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    bilm = ElmoBiLM(NAMED_SIZES[args.size])
+    sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
+    layers = {}
+    for precision in ("fp32", "int8"):
+        embedder = ElmoEmbedder(bilm, batch_size=args.batch_sizes[0], sort_window=args.sort_window, precision=precision)
+        # (layers, tokens, width) per sentence -> (layers, all tokens, width)
+        layers[precision] = torch.cat([torch.as_tensor(v) for v in embedder.embed(sentences)], dim=1)
+    exact, int8 = layers["fp32"], layers["int8"]
+    cosine = torch.nn.functional.cosine_similarity(int8, exact, dim=-1)
+    print(f"{args.size}, {exact.shape[1]} tokens, batch {args.batch_sizes[0]}: int8 against fp32")
+    for k in range(exact.shape[0]):
+        print(
+            f"layer {k}: mean |int8 - fp32| {(int8[k] - exact[k]).abs().mean():.5f}, "
+            f"mean |fp32| {exact[k].abs().mean():.4f}, lowest cosine {cosine[k].min():.6f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="original", choices=["fixture", "compact", "small", "medium", "original"])
@@ -97,6 +128,7 @@ def main() -> None:
     parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=["fp32", "bf16", "int8"])
     parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
+    parser.add_argument("--deviation", action="store_true", help="int8 against fp32 instead of timings")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--batch-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dtype", help=argparse.SUPPRESS)
@@ -106,6 +138,9 @@ def main() -> None:
         return
     if not args.conllu.exists():
         sys.exit(f"Sentences file not found: {args.conllu} (pass --conllu)")
+    if args.deviation:
+        print_deviation(args)
+        return
     print(f"{'implementation':14} {'size':9} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
     for dtype in args.dtypes:
         for batch_size in args.batch_sizes:

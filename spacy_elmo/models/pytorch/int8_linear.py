@@ -1,13 +1,13 @@
 """The opt-in int8 path for CPU inference: the LSTM's gate products in int8.
 
 Each weight is quantized once per output column (symmetric, int8) and prepacked
-for PyTorch's x86 quantized engine (fbgemm), which quantizes the activations
-per call (per tensor, 8-bit) and multiplies with VNNI's int8 dot products. On
-a 2-core AMD EPYC with AVX512-VNNI the gate product of `english-compact`
-(``rows x 128 @ 128 x 2048``, both directions) takes 96 µs instead of 180 at
-20 rows; at fewer than `MIN_ROWS` rows, and for the narrow projection
-(``512 x 128``), fp32 stays faster and is kept.
+for PyTorch's quantized kernels, which quantize the activations per call (per
+tensor, 8-bit) and multiply in int8: fbgemm with VNNI's dot products, and on
+CPUs with AMX tiles also oneDNN, whose AMX kernel wins for large products.
+Which kernel runs depends on the CPU and the product's size (:func:`choose_kernel`);
+where fp32 is faster, it is kept.
 """
+import threading
 import warnings
 from typing import Dict, Optional, Tuple
 
@@ -17,7 +17,24 @@ from torch import Tensor
 from ...errors import SettingsError
 
 PRECISIONS = ("fp32", "int8")
+#: fp32 below this many rows. On a 2-core AMD EPYC with AVX512-VNNI the gate product
+#: of `english-compact` (``rows x 128 @ 128 x 2048``, both directions) takes 96 µs
+#: instead of 180 at 20 rows, the same as fp32 at 3-8 rows.
 MIN_ROWS = 8
+#: With AMX, int8 only for weights of at least this many elements (the `original`
+#: size's), at any number of rows and for the projection too: fbgemm below
+#: `AMX_ONEDNN_ROWS` rows, oneDNN's AMX kernel from there. Measured on a 2-core
+#: Intel Xeon, µs at 1 / 8 / 32 / 256 rows for fp32, fbgemm and oneDNN: ``512 x
+#: 16384`` 634 / 860 / 2,413 / 13,688, 265 / 306 / 638 / 11,611 and 304 / 413 / 455 /
+#: 1,220; ``4096 x 512`` 175 / 193 / 575 / 2,965, 40 / 76 / 223 / 1,091 and 47 / 102 /
+#: 170 / 780. For `english-compact`'s ``128 x 2048`` the products alone favour int8
+#: from 24 rows (oneDNN 142 µs at 256 rows against fp32's 464), but the component ran
+#: faster with fp32 throughout (13,646 against 12,457 tokens/s with oneDNN for the
+#: input products; fp32 products right after an AMX one were slower).
+AMX_MIN_WEIGHTS = 1024 * 1024
+AMX_ONEDNN_ROWS = 24
+
+_prepack_lock = threading.Lock()
 
 
 def int8_available() -> bool:
@@ -26,6 +43,23 @@ def int8_available() -> bool:
     is_vnni = getattr(torch.cpu, "_is_vnni_supported", None)
     engines = torch.backends.quantized.supported_engines
     return bool(is_vnni is not None and is_vnni()) and ("x86" in engines or "fbgemm" in engines)
+
+
+def amx_available() -> bool:
+    """Whether this CPU has AMX tiles and torch has the oneDNN quantized engine."""
+    is_amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    return bool(is_amx is not None and is_amx()) and "onednn" in torch.backends.quantized.supported_engines
+
+
+def choose_kernel(rows: int, n_in: int, n_out: int, *, amx: bool, gates: bool) -> Optional[str]:
+    """The quantized engine for a ``(rows, n_in) @ (n_in, n_out)`` product (an
+    LSTM gate product if `gates`, else the projection): "fbgemm", "onednn", or
+    ``None`` where fp32 is faster."""
+    if not amx:
+        return "fbgemm" if gates and rows >= MIN_ROWS else None
+    if n_in * n_out < AMX_MIN_WEIGHTS:
+        return None
+    return "onednn" if rows >= AMX_ONEDNN_ROWS else "fbgemm"
 
 
 def check_precision(precision: str) -> None:
@@ -43,13 +77,16 @@ class Int8Weights:
     """int8 copies of 2-D weights, rebuilt whenever a weight changes (inference only)."""
 
     def __init__(self) -> None:
-        self._packed: Dict[Tuple[int, ...], Tuple[Tuple[int, int], object]] = {}
+        self._packed: Dict[Tuple[object, ...], Tuple[Tuple[int, int], object]] = {}
+        self._amx = amx_available()
 
-    def matmul(self, x: Tensor, weight: Tensor, key: Tuple[int, ...]) -> Optional[Tensor]:
+    def matmul(self, x: Tensor, weight: Tensor, key: Tuple[int, ...], *, gates: bool = True) -> Optional[Tensor]:
         """``x @ weight`` (*Shape:* ``(rows, in) @ (in, out)``) in int8, or ``None``
-        where the int8 path does not apply and the caller computes it in fp32."""
+        where the int8 path does not apply and the caller computes it in fp32.
+        `gates`: an LSTM gate product, else the projection."""
+        kernel = choose_kernel(x.shape[0], *weight.shape, amx=self._amx, gates=gates)
         if (
-            x.shape[0] < MIN_ROWS
+            kernel is None
             or x.device.type != "cpu"
             or x.dtype != torch.float32
             or weight.is_inference()  # no version counter to watch
@@ -57,11 +94,11 @@ class Int8Weights:
         ):
             return None
         version = (weight._version, weight.data_ptr())
-        cached = self._packed.get(key)
+        cached = self._packed.get((kernel, *key))
         if cached is None or cached[0] != version:
-            cached = (version, _prepack(weight.detach()))
-            self._packed[key] = cached
-        # reduce_range=False: full 8-bit activations; VNNI accumulates in int32 without saturation.
+            cached = (version, _prepack(weight.detach(), kernel))
+            self._packed[(kernel, *key)] = cached
+        # reduce_range=False: full 8-bit activations; VNNI and AMX accumulate in int32 without saturation.
         return torch.ops.quantized.linear_dynamic(x.contiguous(), cached[1], False)
 
     def clear(self) -> None:
@@ -72,12 +109,20 @@ class Int8Weights:
         return (Int8Weights, ())
 
 
-def _prepack(weight: Tensor) -> object:
-    """*Shape:* ``(in, out)`` -> fbgemm's packed ``(out, in)`` int8 matrix, one scale per column."""
+def _prepack(weight: Tensor, kernel: str) -> object:
+    """*Shape:* ``(in, out)`` -> the kernel's packed ``(out, in)`` int8 matrix, one scale per column."""
     columns = weight.t().contiguous()
     scales = (columns.abs().amax(dim=1) / 127.0).clamp_min(1e-12).double()
     zero_points = torch.zeros(columns.shape[0], dtype=torch.long)
-    with warnings.catch_warnings():  # quantized tensors are marked deprecated; the op is current
+    engine = "x86" if kernel == "fbgemm" and "x86" in torch.backends.quantized.supported_engines else kernel
+    # The packed matrix keeps its kernel; the engine setting is global, so it is set
+    # only around the packing (direction threads may pack at the same time).
+    with _prepack_lock, warnings.catch_warnings():  # quantized tensors are marked deprecated; the op is current
         warnings.simplefilter("ignore", UserWarning)
         quantized = torch.quantize_per_channel(columns, scales, zero_points, 0, torch.qint8)
-    return torch.ops.quantized.linear_prepack(quantized, None)
+        previous = torch.backends.quantized.engine
+        torch.backends.quantized.engine = engine
+        try:
+            return torch.ops.quantized.linear_prepack(quantized, None)
+        finally:
+            torch.backends.quantized.engine = previous

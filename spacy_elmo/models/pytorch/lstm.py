@@ -269,11 +269,13 @@ class BiLstmStack(nn.Module):
         """``add + x @ weight`` per direction, through prepacked weights when possible.
 
         ``add`` of shape ``(k, 1, out)`` is a bias, fused into the product. `gates`:
-        a gate product (``P x 4H``), which the int8 path takes where it is on.
+        a gate product (``P x 4H``), else the projection; the int8 path, where it is
+        on, takes the products its kernels make faster.
         """
-        if gates and self.precision == "int8":
+        if self.precision == "int8":
             products = [
-                self._int8.matmul(x[d], weight[d], (key[0], key[1] + d, key[2])) for d in range(x.shape[0])
+                self._int8.matmul(x[d], weight[d], (key[0], key[1] + d, key[2]), gates=gates)
+                for d in range(x.shape[0])
             ]
             if all(p is not None for p in products):
                 if add is not None and add.shape[1] == x.shape[1]:
@@ -281,7 +283,8 @@ class BiLstmStack(nn.Module):
                     for d, product in enumerate(products):
                         add[d].add_(product)
                     return add
-                product = torch.stack(products)
+                # One direction per thread (large weights): no copy into a stack.
+                product = products[0].unsqueeze(0) if len(products) == 1 else torch.stack(products)
                 return product if add is None else product.add_(add)
         if x.shape[0] == 1:
             is_row = add is not None and add.shape[1] == 1  # a bias: fuse it

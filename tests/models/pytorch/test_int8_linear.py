@@ -7,14 +7,27 @@ from spacy_elmo.errors import SettingsError
 from spacy_elmo.models.pytorch import int8_linear
 from spacy_elmo.models.pytorch.bilm import ElmoBiLM
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
-from spacy_elmo.models.pytorch.int8_linear import Int8Weights, check_precision, int8_available
+from spacy_elmo.models.pytorch.int8_linear import (
+    Int8Weights,
+    amx_available,
+    check_precision,
+    choose_kernel,
+    int8_available,
+)
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
 needs_int8 = pytest.mark.skipif(not int8_available(), reason="this CPU has no int8 dot-product instructions")
+needs_amx = pytest.mark.skipif(not (int8_available() and amx_available()), reason="this CPU has no AMX tiles")
+
+
+@pytest.fixture
+def without_amx(monkeypatch):
+    """The fbgemm kernel from MIN_ROWS rows, as on CPUs without AMX."""
+    monkeypatch.setattr(int8_linear, "amx_available", lambda: False)
 
 
 @needs_int8
-def test_int8_product_is_near_the_fp32_product():
+def test_int8_product_is_near_the_fp32_product(without_amx):
     torch.manual_seed(0)
     x, weight = torch.randn(32, 128), torch.randn(128, 2048) * 0.05
     got = Int8Weights().matmul(x, weight, (0,))
@@ -24,8 +37,33 @@ def test_int8_product_is_near_the_fp32_product():
     assert not torch.equal(got, exact)  # it is the int8 path
 
 
+@needs_amx
+def test_large_products_take_the_amx_kernel_near_the_fp32_product():
+    torch.manual_seed(3)
+    x, weight = torch.randn(256, 512), torch.randn(512, 2048) * 0.05
+    int8 = Int8Weights()
+    got = int8.matmul(x, weight, (0,))
+    exact = x @ weight
+    assert (got - exact).abs().max() < 0.02 * exact.abs().max()
+    assert [key[0] for key in int8._packed] == ["onednn"]
+
+
+def test_the_kernel_follows_the_cpu_and_the_product_size():
+    # Without AMX: the gate products from MIN_ROWS rows, never the projection.
+    assert choose_kernel(int8_linear.MIN_ROWS - 1, 128, 2048, amx=False, gates=True) is None
+    assert choose_kernel(int8_linear.MIN_ROWS, 128, 2048, amx=False, gates=True) == "fbgemm"
+    assert choose_kernel(400, 512, 16384, amx=False, gates=True) == "fbgemm"
+    assert choose_kernel(400, 4096, 512, amx=False, gates=False) is None
+    # With AMX: english-compact in fp32; the original size's products at any rows.
+    assert choose_kernel(400, 128, 2048, amx=True, gates=True) is None
+    assert choose_kernel(1, 512, 16384, amx=True, gates=True) == "fbgemm"
+    assert choose_kernel(int8_linear.AMX_ONEDNN_ROWS, 512, 16384, amx=True, gates=True) == "onednn"
+    assert choose_kernel(1, 4096, 512, amx=True, gates=False) == "fbgemm"
+    assert choose_kernel(400, 4096, 512, amx=True, gates=False) == "onednn"
+
+
 @needs_int8
-def test_int8_is_not_used_for_few_rows_or_with_gradients():
+def test_int8_is_not_used_for_few_rows_or_with_gradients(without_amx):
     weight = torch.randn(16, 64, requires_grad=True)
     int8 = Int8Weights()
     assert int8.matmul(torch.randn(int8_linear.MIN_ROWS - 1, 16), weight.detach(), (0,)) is None
@@ -33,7 +71,7 @@ def test_int8_is_not_used_for_few_rows_or_with_gradients():
 
 
 @needs_int8
-def test_int8_copies_follow_weight_updates():
+def test_int8_copies_follow_weight_updates(without_amx):
     torch.manual_seed(1)
     x, weight = torch.randn(16, 32), torch.randn(32, 64)
     int8 = Int8Weights()
@@ -50,7 +88,7 @@ def _layers(bilm: ElmoBiLM, sentences, precision: str) -> torch.Tensor:
 
 
 @needs_int8
-def test_int8_bilm_vectors_are_near_fp32_and_the_token_layer_exact():
+def test_int8_bilm_vectors_are_near_fp32_and_the_token_layer_exact(without_amx):
     torch.manual_seed(2)
     bilm = ElmoBiLM(NAMED_SIZES["fixture"]).eval()
     sentences = [f"the river bank number {i} was muddy after the rain of last week".split() for i in range(12)]
