@@ -40,24 +40,32 @@ def read_sentences(path: Path, n: int, seed: int) -> List[List[str]]:
     return random.Random(seed).sample(sentences, n)
 
 
-def run_one(args: argparse.Namespace) -> dict:
-    """Time one (size, batch size, device, dtype) configuration in this process."""
+def build_bilm_and_sentences(args: argparse.Namespace):
+    """A randomly initialised biLM of ``args.size`` (seed 0, ``args.threads``
+    threads) and the EWT dev sentences to embed."""
     import torch
 
     from spacy_elmo.models.pytorch.bilm import ElmoBiLM
-    from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
     from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    bilm = ElmoBiLM(NAMED_SIZES[args.size])
+    return ElmoBiLM(NAMED_SIZES[args.size]), read_sentences(args.conllu, args.n_sentences, seed=0)
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    """Time one (size, batch size, device, dtype) configuration in this process."""
+    import torch
+
+    from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
+
+    bilm, sentences = build_bilm_and_sentences(args)
     if args.implementation == "reference":
         from reference_loop import ReferenceBiLM
 
         bilm = ReferenceBiLM(bilm)
-    sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
     n_tokens = sum(len(s) for s in sentences)
-    # int8: the opt-in CPU path (the LSTM's gate products in int8); bf16: autocast.
+    # int8: the opt-in CPU path (the LSTM's products in int8 where faster); bf16: autocast.
     precision = {"precision": "int8"} if args.dtype == "int8" else {}
     embedder = ElmoEmbedder(
         bilm, batch_size=args.batch_size, device=args.device,
@@ -89,14 +97,9 @@ def print_deviation(args: argparse.Namespace) -> None:
     """The int8 path's layers against fp32's, per layer, at the first batch size."""
     import torch
 
-    from spacy_elmo.models.pytorch.bilm import ElmoBiLM
     from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
-    from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    bilm = ElmoBiLM(NAMED_SIZES[args.size])
-    sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
+    bilm, sentences = build_bilm_and_sentences(args)
     layers = {}
     for precision in ("fp32", "int8"):
         embedder = ElmoEmbedder(bilm, batch_size=args.batch_sizes[0], sort_window=args.sort_window, precision=precision)

@@ -118,7 +118,7 @@ def set_token_cache(model: BiLMModelT, max_words: int) -> None:
 
 
 def set_precision(model: BiLMModelT, precision: str) -> None:
-    """"fp32", or "int8": the LSTM's gate products in int8 wherever the biLM runs
+    """"fp32", or "int8": the LSTM's products in int8 (where faster) wherever the biLM runs
     without gradients (prediction, and training with a frozen biLM)."""
     check_precision(precision)
     model.attrs[PRECISION_ATTR] = precision

@@ -79,9 +79,9 @@ def make_elmo(
     token_cache_size (int): in prediction, keep the token-layer vectors (character
         CNN, highway, projection) of up to this many distinct words, so a word
         seen before skips them; emptied whenever the weights change (0: off).
-    precision (str): "fp32" (exact), or "int8": the biLM's LSTM gate products in
-        int8 on a CPU with VNNI, wherever it runs without gradients (faster; the
-        vectors differ slightly).
+    precision (str): "fp32" (exact), or "int8": the biLM's LSTM products in int8
+        on a CPU with VNNI, where int8 is faster for that CPU and product size,
+        wherever it runs without gradients (the vectors differ slightly).
     """
     return ElmoComponent(
         nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks,

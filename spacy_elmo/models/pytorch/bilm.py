@@ -82,8 +82,8 @@ class ElmoBiLM(nn.Module):
 
     @property
     def precision(self) -> str:
-        """"fp32", or "int8" (opt-in): the LSTM's gate products in CPU inference in
-        int8 (:mod:`.int8_linear`); the token layer and training stay fp32."""
+        """"fp32", or "int8" (opt-in): the LSTM's products in CPU inference in int8
+        where faster (:mod:`.int8_linear`); the token layer and training stay fp32."""
         return self.lstm.precision
 
     @precision.setter

@@ -1,4 +1,4 @@
-"""The opt-in int8 path for CPU inference: the LSTM's gate products in int8.
+"""The opt-in int8 path for CPU inference: the LSTM's products in int8.
 
 Each weight is quantized once per output column (symmetric, int8) and prepacked
 for PyTorch's quantized kernels, which quantize the activations per call (per
@@ -24,10 +24,10 @@ MIN_ROWS = 8
 #: With AMX, int8 only for weights of at least this many elements (the `original`
 #: size's), at any number of rows and for the projection too: fbgemm below
 #: `AMX_ONEDNN_ROWS` rows, oneDNN's AMX kernel from there. Measured on a 2-core
-#: Intel Xeon, µs at 1 / 8 / 32 / 256 rows for fp32, fbgemm and oneDNN: ``512 x
-#: 16384`` 634 / 860 / 2,413 / 13,688, 265 / 306 / 638 / 11,611 and 304 / 413 / 455 /
-#: 1,220; ``4096 x 512`` 175 / 193 / 575 / 2,965, 40 / 76 / 223 / 1,091 and 47 / 102 /
-#: 170 / 780. For `english-compact`'s ``128 x 2048`` the products alone favour int8
+#: Intel Xeon (`benchmarks/bench_int8_products.py`), µs at 1 / 8 / 32 / 256 rows for
+#: fp32, fbgemm and oneDNN: ``512 x 16384`` 634 / 860 / 2,413 / 13,688, 265 / 306 /
+#: 638 / 11,611 and 304 / 413 / 455 / 1,220; ``4096 x 512`` 175 / 193 / 575 / 2,965,
+#: 40 / 76 / 223 / 1,091 and 47 / 102 / 170 / 780. For `english-compact`'s ``128 x 2048`` the products alone favour int8
 #: from 24 rows (oneDNN 142 µs at 256 rows against fp32's 464), but the component ran
 #: faster with fp32 throughout (13,646 against 12,457 tokens/s with oneDNN for the
 #: input products; fp32 products right after an AMX one were slower).
@@ -96,7 +96,7 @@ class Int8Weights:
         version = (weight._version, weight.data_ptr())
         cached = self._packed.get((kernel, *key))
         if cached is None or cached[0] != version:
-            cached = (version, _prepack(weight.detach(), kernel))
+            cached = (version, prepack(weight.detach(), kernel))
             self._packed[(kernel, *key)] = cached
         # reduce_range=False: full 8-bit activations; VNNI and AMX accumulate in int32 without saturation.
         return torch.ops.quantized.linear_dynamic(x.contiguous(), cached[1], False)
@@ -109,7 +109,7 @@ class Int8Weights:
         return (Int8Weights, ())
 
 
-def _prepack(weight: Tensor, kernel: str) -> object:
+def prepack(weight: Tensor, kernel: str) -> object:
     """*Shape:* ``(in, out)`` -> the kernel's packed ``(out, in)`` int8 matrix, one scale per column."""
     columns = weight.t().contiguous()
     scales = (columns.abs().amax(dim=1) / 127.0).clamp_min(1e-12).double()

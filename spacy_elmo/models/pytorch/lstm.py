@@ -82,7 +82,7 @@ class BiLstmStack(nn.Module):
         #: Run the two directions on two CPU threads (see :mod:`.lstm_policy`).
         self.parallel_directions = True
         self._packed = PackedWeights()
-        #: "fp32", or "int8": the gate products of CPU inference in int8 (opt-in).
+        #: "fp32", or "int8": CPU inference's products in int8 where faster (opt-in).
         self.precision = "fp32"
         self._int8 = Int8Weights()
         self.reset_parameters()
