@@ -80,11 +80,15 @@ class Int8Weights:
         self._packed: Dict[Tuple[object, ...], Tuple[Tuple[int, int], object]] = {}
         self._amx = amx_available()
 
+    def kernel(self, rows: int, n_in: int, n_out: int, *, gates: bool) -> Optional[str]:
+        """:func:`choose_kernel` for this CPU: ``None`` where the product stays fp32."""
+        return choose_kernel(rows, n_in, n_out, amx=self._amx, gates=gates)
+
     def matmul(self, x: Tensor, weight: Tensor, key: Tuple[int, ...], *, gates: bool = True) -> Optional[Tensor]:
         """``x @ weight`` (*Shape:* ``(rows, in) @ (in, out)``) in int8, or ``None``
         where the int8 path does not apply and the caller computes it in fp32.
         `gates`: an LSTM gate product, else the projection."""
-        kernel = choose_kernel(x.shape[0], *weight.shape, amx=self._amx, gates=gates)
+        kernel = self.kernel(x.shape[0], *weight.shape, gates=gates)
         if (
             kernel is None
             or x.device.type != "cpu"

@@ -272,7 +272,7 @@ class BiLstmStack(nn.Module):
         a gate product (``P x 4H``), else the projection; the int8 path, where it is
         on, takes the products its kernels make faster.
         """
-        if self.precision == "int8":
+        if self.precision == "int8" and self._int8.kernel(x.shape[1], *weight.shape[1:], gates=gates):
             products = [
                 self._int8.matmul(x[d], weight[d], (key[0], key[1] + d, key[2]), gates=gates)
                 for d in range(x.shape[0])
