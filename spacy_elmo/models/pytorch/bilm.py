@@ -8,7 +8,7 @@ from torch import Tensor, nn
 from .char_cnn import CharacterEncoder
 from .char_ids import BOS_IDS, EOS_IDS
 from .int8_linear import check_precision
-from .lstm import BiLstmStack, LstmState, PackingPlan
+from .lstm import BiLstmStack, DistinctInputs, LstmState, PackingPlan
 from .options import BiLMOptions
 from .select_rows import select_rows
 from .token_vector_cache import TokenVectorCache
@@ -165,16 +165,12 @@ class ElmoBiLM(nn.Module):
         rows = sorted_order[sorted_row]
         forward_positions = step_t
         backward_positions = lengths[rows] + 1 - step_t
-        inputs = torch.stack(
-            [
-                select_rows(token_vectors, token_index[rows, forward_positions]),
-                select_rows(token_vectors, token_index[rows, backward_positions]),
-            ]
-        )
+        input_index = torch.stack([token_index[rows, forward_positions], token_index[rows, backward_positions]])
+        inputs = select_rows(token_vectors, input_index)
         state = None
         if initial_state is not None:
             state = [(h[:, sorted_order], c[:, sorted_order]) for h, c in initial_state]
-        layers, final_state = self.lstm(inputs, plan, state)
+        layers, final_state = self.lstm(inputs, plan, state, DistinctInputs(token_vectors, input_index))
         return PackedEncoding(
             layers=layers, rows=rows, forward_positions=forward_positions,
             backward_positions=backward_positions, plan=plan, sorted_order=sorted_order,

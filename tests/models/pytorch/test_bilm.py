@@ -69,6 +69,34 @@ def test_repeated_tokens_share_one_character_encoding(fixture_bilm, monkeypatch)
     assert seen == [5]  # <S>, </S>, the, cat, dog
 
 
+@pytest.mark.parametrize("directions_in_threads", [False, True])
+def test_first_layer_product_over_distinct_tokens_gives_the_same_vectors(
+    fixture_bilm, sentences, monkeypatch, directions_in_threads
+):
+    """In prediction, large first-layer weights multiply each distinct token once
+    (forced here for the fixture's small ones) and give the chunked product's vectors."""
+    from spacy_elmo.models.pytorch import lstm, lstm_policy
+
+    batch = sentences[:12]
+    chunked = _encode(fixture_bilm, batch).layers
+    monkeypatch.setattr(lstm, "_MIN_INPUT_WEIGHTS_FOR_TABLE", 0)
+    if directions_in_threads:
+        monkeypatch.setattr(lstm_policy, "_MIN_STEP_WEIGHTS_FOR_THREADS", 0)
+    rows = []
+    matmul = lstm.BiLstmStack._matmul
+
+    def spy(self, add, x, weight, key, gates=False):
+        if key[0] == 0 and key[2] == 2:  # the first layer's input product
+            rows.append(x.shape[1])
+        return matmul(self, add, x, weight, key, gates=gates)
+
+    monkeypatch.setattr(lstm.BiLstmStack, "_matmul", spy)
+    table = _encode(fixture_bilm, batch).layers
+    n_distinct = len({token for sentence in batch for token in sentence}) + 2  # <S>, </S>
+    assert rows == ([n_distinct] * 2 if directions_in_threads else [n_distinct])
+    assert torch.allclose(table, chunked, rtol=1e-6, atol=1e-6)
+
+
 def test_long_token_and_long_sentence(fixture_bilm):
     long_token = "x" * 10_000
     output = _encode(fixture_bilm, [[long_token, "y"], ["w"] * 2000])
