@@ -166,7 +166,8 @@ class ElmoBiLM(nn.Module):
         forward_positions = step_t
         backward_positions = lengths[rows] + 1 - step_t
         input_index = torch.stack([token_index[rows, forward_positions], token_index[rows, backward_positions]])
-        inputs = select_rows(token_vectors, input_index)
+        # One gather per direction: in training a repeated token's gradient sums in the same order as ever.
+        inputs = torch.stack([select_rows(token_vectors, input_index[0]), select_rows(token_vectors, input_index[1])])
         state = None
         if initial_state is not None:
             state = [(h[:, sorted_order], c[:, sorted_order]) for h, c in initial_state]

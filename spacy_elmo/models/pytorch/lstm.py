@@ -27,10 +27,11 @@ LstmState = Tuple[Tensor, Tensor]
 # of the precomputed gate inputs on long inputs while keeping the GEMM efficient.
 _INPUT_CHUNK_ROWS = 2048
 
-# The first layer's input product goes over the distinct token vectors only where
-# its weights are this large: for smaller ones the per-step gather costs what the
-# product saves (2-core Intel Xeon, EWT batches of 32, tokens/s against the chunked
-# product: `original` +9%, `small` +5%, `english-compact`'s 128 x 2048 -4%).
+# On a CPU, the first layer's input product goes over the distinct token vectors
+# only where its weights are this large: for smaller ones the per-step gather costs
+# what the product saves (2-core Intel Xeon, EWT batches of 32, tokens/s against the
+# chunked product: `original` +6% in fp32, +16% in int8; `small` +5%;
+# `english-compact`'s 128 x 2048 -4%; docs/results/speed.md).
 _MIN_INPUT_WEIGHTS_FOR_TABLE = 500_000
 
 
@@ -301,7 +302,7 @@ class BiLstmStack(nn.Module):
             ]
             if all(p is not None for p in products):
                 if add is not None and add.shape[1] == x.shape[1]:
-                    # The step's gate inputs, a view of a chunk not read again: add in place.
+                    # The step's gate inputs (a chunk's view or gathered rows), not read again: add in place.
                     for d, product in enumerate(products):
                         add[d].add_(product)
                     return add
@@ -319,10 +320,10 @@ class BiLstmStack(nn.Module):
         return _affine(add, x, weight)
 
     def _table_saves_work(self, distinct: Optional[DistinctInputs], inputs: Tensor) -> bool:
-        """Whether, in prediction, the first layer's product over `distinct`'s table
-        does fewer rows than over `inputs`, in no more memory than a chunk."""
-        if distinct is None or (
-            torch.is_grad_enabled() and (distinct.vectors.requires_grad or self.input_weights[0].requires_grad)
+        """Whether, in CPU prediction, the first layer's product over `distinct`'s
+        table does fewer rows than over `inputs`, in no more memory than a chunk."""
+        if distinct is None or inputs.device.type != "cpu" or (
+            torch.is_grad_enabled() and (inputs.requires_grad or any(p.requires_grad for p in self.parameters()))
         ):
             return False
         n_distinct = distinct.vectors.shape[0]
@@ -340,17 +341,23 @@ class BiLstmStack(nn.Module):
         w_input = self.input_weights[layer][directions]
         bias = (self.biases[layer][directions] + self.forget_bias).unsqueeze(1)
         key = (layer, directions.start, 2)
-        k = w_input.shape[0]
-        if distinct is not None:
-            n_distinct = distinct.vectors.shape[0]
-            table = self._matmul(bias, distinct.vectors.expand(k, -1, -1), w_input, key, gates=True)
-            table = table.flatten(0, 1)  # (k * n_distinct, 4H)
-            rows = distinct.index[directions] + n_distinct * torch.arange(k, device=inputs.device).unsqueeze(1)
-            for n, offset in zip(plan.batch_sizes, plan.offsets):
-                # Per step: a chunk of gathered rows would be a fresh allocation of
-                # up to k x 2048 x 4H floats, whose page faults cost more.
-                yield select_rows(table, rows[:, offset : offset + n])
-            return
+        if distinct is None:
+            return self._chunked_gate_inputs(inputs, plan, w_input, bias, key)
+        k, n_distinct = w_input.shape[0], distinct.vectors.shape[0]
+        # (k * n_distinct, 4H): direction d's rows from d * n_distinct.
+        table = self._matmul(bias, distinct.vectors.expand(k, -1, -1), w_input, key, gates=True).flatten(0, 1)
+        rows = distinct.index[directions] + n_distinct * torch.arange(k, device=inputs.device).unsqueeze(1)
+        # Gathered per step: a chunk of gathered rows would be a fresh allocation of
+        # up to k x 2048 x 4H floats, whose page faults cost more.
+        return (
+            select_rows(table, rows[:, offset : offset + n])
+            for n, offset in zip(plan.batch_sizes, plan.offsets)
+        )
+
+    def _chunked_gate_inputs(
+        self, inputs: Tensor, plan: PackingPlan, w_input: Tensor, bias: Tensor, key: Tuple[int, ...]
+    ) -> Iterator[Tensor]:
+        """The input product over chunks of ``inputs``, split into steps."""
         t = 0
         while t < len(plan.batch_sizes):
             offset = plan.offsets[t]
