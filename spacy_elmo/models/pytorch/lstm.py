@@ -12,7 +12,12 @@ import torch
 from torch import Tensor, nn
 
 from .direction_threads import run_directions_in_threads
-from .lstm_policy import threads_in_prediction, threads_in_training, trains_through_recurrence
+from .lstm_policy import (
+    first_layer_over_distinct_rows,
+    threads_in_prediction,
+    threads_in_training,
+    trains_through_recurrence,
+)
 from .lstm_recurrence import RecurrenceSpec, lstm_recurrence
 from .options import BiLMOptions
 from .int8_linear import Int8Weights
@@ -26,13 +31,6 @@ LstmState = Tuple[Tensor, Tensor]
 # Rows of the input projection computed in one matrix multiply; bounds the memory
 # of the precomputed gate inputs on long inputs while keeping the GEMM efficient.
 _INPUT_CHUNK_ROWS = 2048
-
-# On a CPU, the first layer's input product goes over the distinct token vectors
-# only where its weights are this large: for smaller ones the per-step gather costs
-# what the product saves (2-core Intel Xeon, EWT batches of 32, tokens/s against the
-# chunked product: `original` +6% in fp32, +16% in int8; `small` +5%;
-# `english-compact`'s 128 x 2048 -4%; docs/results/speed.md).
-_MIN_INPUT_WEIGHTS_FOR_TABLE = 500_000
 
 
 @dataclass(frozen=True)
@@ -160,7 +158,13 @@ class BiLstmStack(nn.Module):
             )
             if trains_through_recurrence(inputs, self.parameters()) else None
         )
-        if spec is not None or masks is not None or not self._table_saves_work(distinct, inputs):
+        if distinct is not None and (
+            masks is not None  # dropout changes the first layer's input
+            or not first_layer_over_distinct_rows(
+                inputs, self.parameters(), self.input_weights[0][0].numel(), distinct.vectors.shape[0],
+                _INPUT_CHUNK_ROWS,
+            )
+        ):
             distinct = None
         step_weights = self.hidden_weights[0][0].numel() + self.projections[0][0].numel()
         if spec is not None or not threads_in_prediction(inputs, self.parallel_directions, step_weights):
@@ -318,20 +322,6 @@ class BiLstmStack(nn.Module):
                 product = product.unsqueeze(0)
                 return product if add is None or is_row else add + product
         return _affine(add, x, weight)
-
-    def _table_saves_work(self, distinct: Optional[DistinctInputs], inputs: Tensor) -> bool:
-        """Whether, in CPU prediction, the first layer's product over `distinct`'s
-        table does fewer rows than over `inputs`, in no more memory than a chunk."""
-        if distinct is None or inputs.device.type != "cpu" or (
-            torch.is_grad_enabled() and (inputs.requires_grad or any(p.requires_grad for p in self.parameters()))
-        ):
-            return False
-        n_distinct = distinct.vectors.shape[0]
-        return (
-            self.input_weights[0][0].numel() >= _MIN_INPUT_WEIGHTS_FOR_TABLE
-            and n_distinct < inputs.shape[1]
-            and n_distinct <= _INPUT_CHUNK_ROWS
-        )
 
     def _gate_inputs(
         self, layer: int, inputs: Tensor, plan: PackingPlan, directions: slice, distinct: Optional[DistinctInputs]

@@ -79,7 +79,7 @@ def test_first_layer_product_over_distinct_tokens_gives_the_same_vectors(
 
     batch = sentences[:12]
     chunked = _encode(fixture_bilm, batch).layers
-    monkeypatch.setattr(lstm, "_MIN_INPUT_WEIGHTS_FOR_TABLE", 0)
+    monkeypatch.setattr(lstm_policy, "_MIN_INPUT_WEIGHTS_FOR_TABLE", 0)
     if directions_in_threads:
         monkeypatch.setattr(lstm_policy, "_MIN_STEP_WEIGHTS_FOR_THREADS", 0)
     rows = []
