@@ -1,19 +1,27 @@
 """Per-product timings behind the int8 path's kernel choice (`int8_linear.choose_kernel`).
 
 For the LSTM products of `english-compact` and the `original` size, the time of one
-``(rows, in) @ (in, out)`` product in fp32 (`torch.mm`) and through each int8
-kernel this CPU has (fbgemm; oneDNN where the CPU has AMX), in µs, the best of
-three rounds of many calls:
+``(rows, in) @ (in, out)`` product in fp32 (`torch.mm`, and oneDNN with a prepacked
+weight, as the LSTM steps run it: `packed_linear`) and through each int8 kernel this
+CPU has (fbgemm; oneDNN where the CPU has AMX), in µs, the best of three rounds of
+many calls:
 
     python benchmarks/bench_int8_products.py --rows 1 8 32 256
+
+With ``--weights-in-turn 4`` each call takes the next of four copies of the
+weight, as an LSTM step multiplies four large weights in turn (per direction the
+recurrent and projection weights of two layers): a weight too large for the cache
+is then read from memory at every call, as in the LSTM.
 """
 import argparse
+import itertools
 import time
 from typing import Callable, List
 
 import torch
 
 from spacy_elmo.models.pytorch.int8_linear import amx_available, int8_available, prepack
+from spacy_elmo.models.pytorch.packed_linear import MIN_ROWS, PackedWeights
 
 SHAPES = {
     "english-compact gate": (128, 2048),
@@ -38,26 +46,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 8, 32, 256])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--weights-in-turn", type=int, default=1, help="copies of each weight, used in turn")
     args = parser.parse_args()
     if not int8_available():
         raise SystemExit("This CPU has no int8 dot-product instructions (VNNI): nothing to compare")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     kernels: List[str] = ["fbgemm"] + (["onednn"] if amx_available() else [])
-    print(f"{'product':22} {'in x out':>12} {'rows':>5} {'fp32 µs':>9} " + " ".join(f"{k + ' µs':>10}" for k in kernels))
+    print(
+        f"{'product':22} {'in x out':>12} {'rows':>5} {'fp32 µs':>9} {'packed µs':>10} "
+        + " ".join(f"{k + ' µs':>10}" for k in kernels)
+    )
+    n_copies = args.weights_in_turn
     for name, (n_in, n_out) in SHAPES.items():
-        weight = torch.randn(n_in, n_out) / n_in**0.5
-        packed = {kernel: prepack(weight, kernel) for kernel in kernels}
+        weights = [torch.randn(n_in, n_out) / n_in**0.5 for _ in range(n_copies)]
+        packed = [{kernel: prepack(weight, kernel) for kernel in kernels} for weight in weights]
+        onednn_fp32 = PackedWeights()
         calls = 300 if n_in * n_out < 1_000_000 else 30
         for rows in args.rows:
             x = torch.randn(rows, n_in)
-            fp32 = best_microseconds(lambda: torch.mm(x, weight), calls)
+            turn = itertools.cycle(range(n_copies))
+            fp32 = best_microseconds(lambda: torch.mm(x, weights[next(turn)]), calls)
+            fp32_packed = "–"  # the prepacked path declines a product of so few rows
+            if rows >= MIN_ROWS and onednn_fp32.enabled:
+
+                def run_packed() -> object:
+                    i = next(turn)
+                    return onednn_fp32.matmul(x, weights[i], (i,))
+
+                fp32_packed = f"{best_microseconds(run_packed, calls):,.0f}"
             int8 = [
-                best_microseconds(lambda k=kernel: torch.ops.quantized.linear_dynamic(x, packed[k], False), calls)
+                best_microseconds(
+                    lambda k=kernel: torch.ops.quantized.linear_dynamic(x, packed[next(turn)][k], False), calls
+                )
                 for kernel in kernels
             ]
             print(
-                f"{name:22} {f'{n_in} x {n_out}':>12} {rows:>5} {fp32:>9,.0f} " + " ".join(f"{t:>10,.0f}" for t in int8),
+                f"{name:22} {f'{n_in} x {n_out}':>12} {rows:>5} {fp32:>9,.0f} {fp32_packed:>10} "
+                + " ".join(f"{t:>10,.0f}" for t in int8),
                 flush=True,
             )
 
