@@ -6,7 +6,8 @@ from typing import Any, Mapping, Optional, Tuple
 from ..errors import one_line
 from ..models.pytorch.bilm import ElmoBiLM
 from ..models.pytorch.options import BiLMOptions
-from ..models.pytorch.original_format import load_bilm
+from ..models.pytorch.original_format import load_bilm, read_options, resolve_paths
+from ..models.pytorch.widen import widen_lstm
 from .config import SoftmaxConfig
 from .errors import CheckpointError, ConfigError
 from .objective import BiLMLanguageModel
@@ -19,7 +20,7 @@ PretrainedBiLM = Tuple[Path, Optional[Path]]
 def assemble_model(
     vocab_size: int, *, dropout: float = 0.0, options: Optional[BiLMOptions] = None,
     pretrained: Optional[PretrainedBiLM] = None, softmax: Optional[Path] = None,
-    state: Optional[Mapping[str, Any]] = None,
+    state: Optional[Mapping[str, Any]] = None, lstm_dim: Optional[int] = None,
 ) -> BiLMLanguageModel:
     """The biLM and a softmax over `vocab_size` words as one model.
 
@@ -29,10 +30,14 @@ def assemble_model(
     :param pretrained: ... or the original-format biLM to start from instead.
     :param softmax: the ``softmax.hdf5`` to start from (None: a new softmax).
     :param state: a checkpoint's weights, loaded last.
+    :param lstm_dim: grow the pretrained biLM's LSTM to this many cells, computing
+        what it computed (:func:`~..models.pytorch.widen.widen_lstm`).
     """
     if (options is None) == (pretrained is None):
         raise ValueError("assemble_model takes the options of a new biLM or a pretrained one, not both")
     bilm = ElmoBiLM(options) if options is not None else load_bilm(*pretrained)
+    if pretrained is not None and lstm_dim is not None and lstm_dim != bilm.options.lstm_dim:
+        bilm = widen_lstm(bilm, lstm_dim)
     dim = bilm.options.projection_dim
     head = load_softmax(softmax, vocab_size=vocab_size, dim=dim) if softmax is not None else LMSoftmax(vocab_size, dim)
     bilm.set_dropout(dropout)
@@ -43,6 +48,19 @@ def assemble_model(
         except RuntimeError as err:
             raise CheckpointError(f"The checkpoint's weights do not fit its model ({one_line(err, 200)})") from None
     return model
+
+
+def check_lstm_dim(pretrained: PretrainedBiLM, lstm_dim: Optional[int]) -> None:
+    """Refuse a ``[model] lstm_dim`` below the pretrained biLM's before a run writes
+    anything: :func:`assemble_model` can widen its LSTM, not narrow it."""
+    if lstm_dim is None:
+        return
+    own = read_options(resolve_paths(*pretrained)[1]).lstm_dim
+    if lstm_dim < own:
+        raise ConfigError(
+            f"model.lstm_dim is {lstm_dim}, but {pretrained[0]} has {own} LSTM cells: --init-from can widen "
+            f"a biLM's LSTM, not narrow it (model.lstm_dim = null keeps its size)"
+        )
 
 
 def negative_samples(softmax: SoftmaxConfig, vocab_size: int) -> Optional[int]:

@@ -136,6 +136,25 @@ def test_init_from_a_trained_run_continues_its_vocabulary_and_softmax(trained, t
     assert (tmp_path / "more" / "vocab.txt").read_text() == (output_dir / "vocab.txt").read_text()
 
 
+def test_init_from_with_a_larger_lstm_dim_widens_it_and_keeps_its_perplexity(trained, tmp_path):
+    output_dir, summary, text = trained
+    wider = load_bilm(output_dir).options.lstm_dim + 32
+    config = fast_config(text, text, training__max_steps=2, training__eval_at_start=True, model__lstm_dim=wider)
+    pretrain(config, tmp_path / "wide", init_from=output_dir)
+    first = _records(tmp_path / "wide", "dev")[0]
+    assert first["step"] == 0
+    assert first["dev_perplexity"] == pytest.approx(summary["dev_perplexity"], rel=1e-5)
+    assert load_bilm(tmp_path / "wide").options.lstm_dim == wider
+
+
+def test_init_from_with_a_smaller_lstm_dim_is_refused(trained, tmp_path):
+    output_dir, _, text = trained
+    narrower = load_bilm(output_dir).options.lstm_dim - 1
+    config = fast_config(text, model__lstm_dim=narrower)
+    with pytest.raises(ConfigError, match="can widen a biLM's LSTM, not narrow it"):
+        pretrain(config, tmp_path / "narrow", init_from=output_dir)
+
+
 def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
     published = tmp_path / "published"
     published.mkdir()

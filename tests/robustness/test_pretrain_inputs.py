@@ -53,6 +53,17 @@ def test_pretrain_refuses_with_one_line_and_changes_nothing(probe, workspace, ca
     run_probe(probe, workspace, capsys, monkeypatch)
 
 
+def test_pretrain_init_from_with_a_smaller_lstm_dim_refuses_and_changes_nothing(
+    finished_run, workspace, capsys, monkeypatch
+):
+    probe = Probe(
+        "--init-from with a smaller lstm_dim",
+        lambda ws: pretrain("--init-from", str(finished_run), "--model.lstm_dim", "8"),
+        "can widen a biLM's LSTM, not narrow it",
+    )
+    run_probe(probe, workspace, capsys, monkeypatch)
+
+
 RUN_PROBES = [
     ("another run's directory", None, [], "already holds a training run"),
     ("a truncated checkpoint", "truncate", ["--resume"], "checkpoint.pt"),
