@@ -48,6 +48,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--weights-in-turn", type=int, default=1, help="copies of each weight, used in turn")
     args = parser.parse_args()
+    if args.weights_in_turn < 1:
+        parser.error("--weights-in-turn must be at least 1")
     if not int8_available():
         raise SystemExit("This CPU has no int8 dot-product instructions (VNNI): nothing to compare")
     torch.set_num_threads(args.threads)
@@ -68,7 +70,7 @@ def main() -> None:
             turn = itertools.cycle(range(n_copies))
             fp32 = best_microseconds(lambda: torch.mm(x, weights[next(turn)]), calls)
             fp32_packed = "–"  # the prepacked path declines a product of so few rows
-            if rows >= MIN_ROWS and onednn_fp32.enabled:
+            if rows >= MIN_ROWS and onednn_fp32.matmul(x, weights[0], (0,)) is not None:
 
                 def run_packed() -> object:
                     i = next(turn)

@@ -282,7 +282,12 @@ def _check(config: PretrainConfig, source: str) -> None:
     ):
         if not ok:
             raise ConfigError(f"{source}: optimizer.{key} must be {rule}, got {value}")
-    n_parameters = sum(math.prod(shape) for shape in expected_shapes(config.bilm_options()).values())
+    check_size(config.bilm_options(), source)
+
+
+def check_size(options: BiLMOptions, source: str) -> None:
+    """Refuse a biLM of more than :data:`MAX_PARAMETERS` parameters (a typo, such as lstm_dim 1e9)."""
+    n_parameters = sum(math.prod(shape) for shape in expected_shapes(options).values())
     if n_parameters > MAX_PARAMETERS:
         raise ConfigError(
             f"{source}: [model] describes a biLM of {n_parameters:,} parameters, more than the "

@@ -1,5 +1,6 @@
 """The language model a run trains or evaluates, assembled in one place: a biLM, new
 or read from an original-format model, with one softmax, new or read from a run."""
+import dataclasses
 from pathlib import Path
 from typing import Any, Mapping, Optional, Tuple
 
@@ -8,7 +9,7 @@ from ..models.pytorch.bilm import ElmoBiLM
 from ..models.pytorch.options import BiLMOptions
 from ..models.pytorch.original_format import load_bilm, read_options, resolve_paths
 from ..models.pytorch.widen import widen_lstm
-from .config import SoftmaxConfig
+from .config import SoftmaxConfig, check_size
 from .errors import CheckpointError, ConfigError
 from .objective import BiLMLanguageModel
 from .softmax import LMSoftmax, load_softmax
@@ -35,8 +36,10 @@ def assemble_model(
     """
     if (options is None) == (pretrained is None):
         raise ValueError("assemble_model takes the options of a new biLM or a pretrained one, not both")
+    if lstm_dim is not None and pretrained is None:
+        raise ValueError("assemble_model widens a pretrained biLM only (a new one takes its sizes from options)")
     bilm = ElmoBiLM(options) if options is not None else load_bilm(*pretrained)
-    if pretrained is not None and lstm_dim is not None and lstm_dim != bilm.options.lstm_dim:
+    if lstm_dim is not None and lstm_dim != bilm.options.lstm_dim:
         bilm = widen_lstm(bilm, lstm_dim)
     dim = bilm.options.projection_dim
     head = load_softmax(softmax, vocab_size=vocab_size, dim=dim) if softmax is not None else LMSoftmax(vocab_size, dim)
@@ -50,17 +53,22 @@ def assemble_model(
     return model
 
 
-def check_lstm_dim(pretrained: PretrainedBiLM, lstm_dim: Optional[int]) -> None:
-    """Refuse a ``[model] lstm_dim`` below the pretrained biLM's before a run writes
-    anything: :func:`assemble_model` can widen its LSTM, not narrow it."""
+def lstm_growth(pretrained: PretrainedBiLM, lstm_dim: Optional[int]) -> Optional[Tuple[int, int]]:
+    """``(its cells, lstm_dim)`` when ``[model] lstm_dim`` widens the pretrained biLM's
+    LSTM, None when it keeps its size; a ConfigError for an lstm_dim below its own or a
+    widened biLM over the size limit."""
     if lstm_dim is None:
-        return
-    own = read_options(resolve_paths(*pretrained)[1]).lstm_dim
-    if lstm_dim < own:
+        return None
+    own = read_options(resolve_paths(*pretrained)[1])
+    if lstm_dim < own.lstm_dim:
         raise ConfigError(
-            f"model.lstm_dim is {lstm_dim}, but {pretrained[0]} has {own} LSTM cells: --init-from can widen "
-            f"a biLM's LSTM, not narrow it (model.lstm_dim = null keeps its size)"
+            f"model.lstm_dim is {lstm_dim}, but {pretrained[0]} has {own.lstm_dim} LSTM cells: --init-from can "
+            f"widen a biLM's LSTM, not narrow it (model.lstm_dim = null keeps its size)"
         )
+    if lstm_dim == own.lstm_dim:
+        return None
+    check_size(dataclasses.replace(own, lstm_dim=lstm_dim), f"--init-from {pretrained[0]} with model.lstm_dim {lstm_dim}")
+    return own.lstm_dim, lstm_dim
 
 
 def negative_samples(softmax: SoftmaxConfig, vocab_size: int) -> Optional[int]:

@@ -23,7 +23,7 @@ from .config import PretrainConfig
 from .corpus import BatchStream, Sentence, resolve_corpus_files
 from .errors import ConfigError, TrainingError
 from .loop import TrainingLoop
-from .model import assemble_model, check_lstm_dim, negative_samples
+from .model import assemble_model, lstm_growth, negative_samples
 from .objective import BiLMLanguageModel
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
@@ -60,8 +60,6 @@ class PretrainRun:
         self.resume = resume
         self.resuming = resume is True  # decided on the main process for AUTO
         self.init_from = locate_model(init_from) if init_from is not None else None
-        if self.init_from is not None:
-            check_lstm_dim(self.init_from, config.model.lstm_dim)
         self.text = TextReading(config.corpus, self.directory.tokenized)
         corpus = config.corpus
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")
@@ -260,14 +258,16 @@ class PretrainRun:
             self.say(f"Continuing {weights} (biLM and softmax); [model] sizes come from its options.json")
         else:
             self.say(f"Continuing the biLM of {weights} with a new softmax; [model] sizes come from its options.json")
-        lstm_dim = self.config.model.lstm_dim
-        model = assemble_model(len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax, lstm_dim=lstm_dim)
-        if lstm_dim is not None:
+        growth = lstm_growth(self.init_from, self.config.model.lstm_dim)
+        if growth is not None:
             self.say(
-                f"model.lstm_dim = {lstm_dim}: its LSTM at {lstm_dim} cells per layer and direction "
-                f"(cells beyond its own start with zero projection weights, so its outputs are unchanged)"
+                f"model.lstm_dim: its LSTM widened from {growth[0]} to {growth[1]} cells per layer and direction "
+                f"(the new cells start with zero projection weights, so its outputs are unchanged)"
             )
-        return model
+        return assemble_model(
+            len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax,
+            lstm_dim=None if growth is None else growth[1],
+        )
 
     def _max_steps(self, stats: Optional[Dict[str, Any]]) -> int:
         training = self.config.training

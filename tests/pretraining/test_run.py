@@ -147,6 +147,22 @@ def test_init_from_with_a_larger_lstm_dim_widens_it_and_keeps_its_perplexity(tra
     assert load_bilm(tmp_path / "wide").options.lstm_dim == wider
 
 
+def test_a_widened_run_resumes_after_a_kill_as_if_uninterrupted(trained, tmp_path, monkeypatch):
+    output_dir, _, text = trained
+    wider = load_bilm(output_dir).options.lstm_dim + 16
+    config = fast_config(text, model__lstm_dim=wider, training__max_steps=6, training__checkpoint_every=3)
+    pretrain(config, tmp_path / "straight", init_from=output_dir)
+    original_step = kill_at_step(monkeypatch, 5)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(config, tmp_path / "resumed", init_from=output_dir)
+    monkeypatch.setattr(Trainer, "train_step", original_step)
+    pretrain(config, tmp_path / "resumed", init_from=output_dir, resume=True)
+    straight, resumed = load_bilm(tmp_path / "straight"), load_bilm(tmp_path / "resumed")
+    assert resumed.options.lstm_dim == wider
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)
+
+
 def test_init_from_with_a_smaller_lstm_dim_is_refused(trained, tmp_path):
     output_dir, _, text = trained
     narrower = load_bilm(output_dir).options.lstm_dim - 1

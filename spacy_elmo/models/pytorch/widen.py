@@ -22,7 +22,11 @@ def widen_lstm(bilm: ElmoBiLM, lstm_dim: int) -> ElmoBiLM:
         raise ValueError(f"an LSTM of {old} cells can be widened, not narrowed to {lstm_dim}")
     parameter = bilm.lstm.biases[0]
     wide = ElmoBiLM(dataclasses.replace(bilm.options, lstm_dim=lstm_dim)).to(parameter.device, parameter.dtype)
-    wide.char_encoder.load_state_dict(bilm.char_encoder.state_dict())
+    # Everything but the LSTM as it is (the LSTM's keys are grown below).
+    missing, _ = wide.load_state_dict(
+        {name: value for name, value in bilm.state_dict().items() if not name.startswith("lstm.")}, strict=False
+    )
+    assert all(name.startswith("lstm.") for name in missing), missing
     source, target = bilm.lstm, wide.lstm
     with torch.no_grad():
         for layer in range(source.n_layers):
@@ -34,4 +38,5 @@ def widen_lstm(bilm: ElmoBiLM, lstm_dim: int) -> ElmoBiLM:
             target.projections[layer][:, :old] = source.projections[layer]
             target.projections[layer][:, old:] = 0.0
     wide.set_dropout(source.dropout)
+    target.precision, target.parallel_directions = source.precision, source.parallel_directions
     return wide.train(bilm.training)

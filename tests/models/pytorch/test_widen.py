@@ -31,19 +31,44 @@ def test_widened_bilm_gives_the_same_layers(trained_bilm):
     with torch.no_grad():
         expected, got = trained_bilm(char_ids).layers, wide(char_ids).layers
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
-    # The new cells do run: their gate weights are not zero.
-    assert wide.lstm.hidden_weights[1][:, :, old : old + 40].abs().sum() > 0
+    # The new cells do run: in every layer and gate block their weights are not zero.
+    for layer in range(wide.lstm.n_layers):
+        for weights in (wide.lstm.input_weights, wide.lstm.hidden_weights):
+            blocks = weights[layer].unflatten(-1, (4, old + 40))[..., old:]
+            assert (blocks.abs().sum(dim=(0, 1, 3)) > 0).all()
+
+
+def _new_gate_gradients(wide, old: int):
+    wide.zero_grad()
+    wide(batch_to_char_ids(SENTENCES)).layers.square().sum().backward()
+    return [
+        wide.lstm.input_weights[layer].grad.unflatten(-1, (4, wide.options.lstm_dim))[..., old:].abs().sum()
+        for layer in range(wide.lstm.n_layers)
+    ]
 
 
 def test_new_cells_are_silent_until_their_projection_rows_learn(trained_bilm):
     old = trained_bilm.options.lstm_dim
     wide = widen_lstm(trained_bilm, old + 8).train()
-    wide(batch_to_char_ids(SENTENCES)).layers.square().sum().backward()
+    assert all(gradient == 0 for gradient in _new_gate_gradients(wide, old))
     for layer in range(wide.lstm.n_layers):
+        # What the first updates do: the new projection rows get a gradient ...
         assert wide.lstm.projections[layer].grad[:, old:].abs().sum() > 0
-        gates = wide.lstm.input_weights[layer].grad.unflatten(-1, (4, old + 8))
-        assert gates[..., old:].abs().sum() == 0
-        assert gates[..., :old].abs().sum() > 0
+    with torch.no_grad():
+        for projection in wide.lstm.projections:
+            projection[:, old:] -= 0.1 * projection.grad[:, old:]
+    # ... and once they have moved, the new cells' gate weights learn too.
+    assert all(gradient > 0 for gradient in _new_gate_gradients(wide, old))
+
+
+def test_widened_bilm_keeps_its_settings(trained_bilm):
+    trained_bilm.precision = "fp32"
+    trained_bilm.lstm.parallel_directions = False
+    trained_bilm.set_dropout(0.25)
+    wide = widen_lstm(trained_bilm.train(), trained_bilm.options.lstm_dim + 4)
+    assert (wide.lstm.parallel_directions, wide.lstm.dropout, wide.training) == (False, 0.25, True)
+    for name, value in trained_bilm.char_encoder.state_dict().items():
+        torch.testing.assert_close(wide.char_encoder.state_dict()[name], value, rtol=0, atol=0)
 
 
 def test_narrowing_is_refused(trained_bilm):
