@@ -7,6 +7,7 @@ RSS is its own.
 
     python benchmarks/bench_inference.py --size original --batch-sizes 1 32
 
+`--model english-compact` (a name or directory) times trained weights instead.
 `--deviation` prints instead how far the int8 path's layers lie from fp32's on
 the same sentences (per layer: mean absolute deviation, mean magnitude, the
 lowest per-token cosine similarity).
@@ -41,8 +42,9 @@ def read_sentences(path: Path, n: int, seed: int) -> List[List[str]]:
 
 
 def build_bilm_and_sentences(args: argparse.Namespace):
-    """A randomly initialised biLM of ``args.size`` (seed 0, ``args.threads``
-    threads) and the EWT dev sentences to embed."""
+    """The biLM of ``args.model`` (weights loaded) or else a randomly initialised one
+    of ``args.size`` (seed 0), on ``args.threads`` threads, and the EWT dev sentences
+    to embed."""
     import torch
 
     from spacy_elmo.models.pytorch.bilm import ElmoBiLM
@@ -50,7 +52,13 @@ def build_bilm_and_sentences(args: argparse.Namespace):
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    return ElmoBiLM(NAMED_SIZES[args.size]), read_sentences(args.conllu, args.n_sentences, seed=0)
+    sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
+    if args.model:
+        from spacy_elmo.models.pytorch.original_format import load_bilm, resolve_paths
+        from spacy_elmo.named_models import locate_model
+
+        return load_bilm(*resolve_paths(*locate_model(args.model))), sentences
+    return ElmoBiLM(NAMED_SIZES[args.size]), sentences
 
 
 def run_one(args: argparse.Namespace) -> dict:
@@ -85,7 +93,7 @@ def run_one(args: argparse.Namespace) -> dict:
     once() if args.warmup else None
     times = [once() for _ in range(args.repeats)]
     return {
-        "implementation": args.implementation, "size": args.size, "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype,
+        "implementation": args.implementation, "size": args.model or args.size, "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype,
         "sort_window": args.sort_window, "sentences": len(sentences), "tokens": n_tokens,
         "tokens_per_s": [round(n_tokens / t, 1) for t in times],
         "median_tokens_per_s": round(n_tokens / statistics.median(times), 1),
@@ -107,7 +115,7 @@ def print_deviation(args: argparse.Namespace) -> None:
         layers[precision] = torch.cat([torch.as_tensor(v) for v in embedder.embed(sentences)], dim=1)
     exact, int8 = layers["fp32"], layers["int8"]
     cosine = torch.nn.functional.cosine_similarity(int8, exact, dim=-1)
-    print(f"{args.size}, {exact.shape[1]} tokens, batch {args.batch_sizes[0]}: int8 against fp32")
+    print(f"{args.model or args.size}, {exact.shape[1]} tokens, batch {args.batch_sizes[0]}: int8 against fp32")
     for k in range(exact.shape[0]):
         print(
             f"layer {k}: mean |int8 - fp32| {(int8[k] - exact[k]).abs().mean():.5f}, "
@@ -118,6 +126,7 @@ def print_deviation(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="original", choices=["fixture", "compact", "small", "medium", "original"])
+    parser.add_argument("--model", default=None, help="a model name or directory (weights loaded; replaces --size)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--n-sentences", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
@@ -144,11 +153,12 @@ def main() -> None:
     if args.deviation:
         print_deviation(args)
         return
-    print(f"{'implementation':14} {'size':9} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
+    print(f"{'implementation':14} {'size':15} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
     for dtype in args.dtypes:
         for batch_size in args.batch_sizes:
             command = [
                 sys.executable, __file__, "--one", "--size", args.size, "--batch-size", str(batch_size),
+                *(["--model", args.model] if args.model else []),
                 "--n-sentences", str(args.n_sentences), "--repeats", str(args.repeats),
                 "--threads", str(args.threads), "--sort-window", str(args.sort_window),
                 "--device", args.device, "--dtype", dtype, "--conllu", str(args.conllu),
@@ -157,7 +167,7 @@ def main() -> None:
             result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
             runs = ", ".join(str(r) for r in result["tokens_per_s"])
             print(
-                f"{result['implementation']:14} {result['size']:9} {result['device']:6} {result['dtype']:5} {batch_size:>5} "
+                f"{result['implementation']:14} {result['size']:15} {result['device']:6} {result['dtype']:5} {batch_size:>5} "
                 f"{result['sort_window']:>4} {result['tokens']:>6} {result['median_tokens_per_s']:>12} "
                 f"{runs:>24} {result['peak_rss_mb']:>11}", flush=True,
             )

@@ -3,8 +3,8 @@
 For the LSTM products of `english-compact` and the `original` size, the time of one
 ``(rows, in) @ (in, out)`` product in fp32 (`torch.mm`, and oneDNN with a prepacked
 weight, as the LSTM steps run it: `packed_linear`) and through each int8 kernel this
-CPU has (fbgemm; oneDNN where the CPU has AMX), in µs, the best of three rounds of
-many calls:
+CPU has (fbgemm, with 7-bit activations on CPUs without VNNI; oneDNN where the CPU
+has AMX), in µs, the best of three rounds of many calls:
 
     python benchmarks/bench_int8_products.py --rows 1 8 32 256
 
@@ -20,7 +20,7 @@ from typing import Callable, List
 
 import torch
 
-from spacy_elmo.models.pytorch.int8_linear import amx_available, int8_available, prepack
+from spacy_elmo.models.pytorch.int8_linear import amx_available, int8_instructions, prepack
 from spacy_elmo.models.pytorch.packed_linear import MIN_ROWS, PackedWeights
 
 SHAPES = {
@@ -50,8 +50,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.weights_in_turn < 1:
         parser.error("--weights-in-turn must be at least 1")
-    if not int8_available():
-        raise SystemExit("This CPU has no int8 dot-product instructions (VNNI): nothing to compare")
+    cpu = int8_instructions()
+    if cpu is None:
+        raise SystemExit("This CPU or torch build has no int8 path: nothing to compare")
+    reduce_range = cpu == "avx2"  # 7-bit activations without VNNI, as the int8 path runs them
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     kernels: List[str] = ["fbgemm"] + (["onednn"] if amx_available() else [])
@@ -79,7 +81,7 @@ def main() -> None:
                 fp32_packed = f"{best_microseconds(run_packed, calls):,.0f}"
             int8 = [
                 best_microseconds(
-                    lambda k=kernel: torch.ops.quantized.linear_dynamic(x, packed[next(turn)][k], False), calls
+                    lambda k=kernel: torch.ops.quantized.linear_dynamic(x, packed[next(turn)][k], reduce_range), calls
                 )
                 for kernel in kernels
             ]

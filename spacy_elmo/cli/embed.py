@@ -54,7 +54,7 @@ def embed_command(
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device index; -1 runs on the CPU."),
     precision: str = typer.Option(
         "fp32", "--precision",
-        help="fp32 (exact), or int8: the LSTM's products in int8 on a CPU with VNNI, where faster (vectors differ slightly).",
+        help="fp32 (exact), or int8: the LSTM's products in int8 on an x86 CPU with AVX2 or VNNI, where faster (vectors differ slightly).",
     ),
     top: bool = typer.Option(False, "--top", help="Write only the top layer: (n_tokens, dim)."),
     average: bool = typer.Option(

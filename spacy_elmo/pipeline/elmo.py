@@ -80,8 +80,9 @@ def make_elmo(
         CNN, highway, projection) of up to this many distinct words, so a word
         seen before skips them; emptied whenever the weights change (0: off).
     precision (str): "fp32" (exact), or "int8": the biLM's LSTM products in int8
-        on a CPU with VNNI, where int8 is faster for that CPU and product size,
-        wherever it runs without gradients (the vectors differ slightly).
+        on an x86 CPU with AVX2 or VNNI, where int8 is faster for that CPU and
+        product size, wherever it runs without gradients (the vectors differ
+        slightly). A loaded pipeline takes the value of its load-time config.
     """
     return ElmoComponent(
         nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks,
@@ -123,9 +124,27 @@ class ElmoComponent(TrainablePipe):
         self.cfg: Dict[str, Any] = {}
         self.model.attrs["replace_listener"] = replace_listener
         self.span_cache = SpanCache(max_bytes=frozen_cache_mb * 2**20)
-        set_token_cache(self.model, token_cache_size)
-        set_precision(self.model, precision)
+        self._token_cache_size = token_cache_size
+        self._precision = precision
+        self._apply_prediction_settings()
         self.frozen = frozen
+
+    def _apply_prediction_settings(self) -> None:
+        """Put the token cache and precision in the biLM layer's attrs, again after
+        loading: Thinc restores the attrs a pipeline was saved with, and this
+        component's own settings (its config) must win over them."""
+        set_token_cache(self.model, self._token_cache_size)
+        set_precision(self.model, self._precision)
+
+    @property
+    def precision(self) -> str:
+        """"fp32" or "int8" (see the factory); settable on a loaded pipeline."""
+        return self._precision
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        set_precision(self.model, value)
+        self._precision = value
 
     @property
     def frozen(self) -> bool:
@@ -285,11 +304,15 @@ class ElmoComponent(TrainablePipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
         with _damaged_as_one_line("The serialized ELMo component"):
-            return super().from_bytes(bytes_data, exclude=exclude)
+            super().from_bytes(bytes_data, exclude=exclude)
+        self._apply_prediction_settings()
+        return self
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
         with _damaged_as_one_line(f"The ELMo component in {path}"):
-            return super().from_disk(path, exclude=exclude)
+            super().from_disk(path, exclude=exclude)
+        self._apply_prediction_settings()
+        return self
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError

@@ -177,3 +177,23 @@ def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
     msg["model"] = srsly.msgpack_dumps(model)
     with pytest.raises(WeightsError, match="but its settings say"):
         elmo_nlp(weights, initialize=False).get_pipe("elmo").from_bytes(srsly.msgpack_dumps(msg))
+
+
+def test_load_time_settings_win_over_the_saved_ones(weights, tmp_path, monkeypatch):
+    """`precision` and `token_cache_size` given when a saved pipeline is loaded are
+    the ones it runs with (Thinc restores the attrs the pipeline was saved with)."""
+    from spacy_elmo.models.pytorch import int8_linear
+
+    monkeypatch.setattr(int8_linear, "int8_available", lambda: True)  # the setting, on any CPU
+    elmo_nlp(weights, elmo_config={"token_cache_size": 0}).to_disk(tmp_path / "pipeline")
+    settings = {"precision": "int8", "token_cache_size": 100}
+    loaded = spacy.load(tmp_path / "pipeline", config={"components": {"elmo": settings}})
+    elmo = loaded.get_pipe("elmo")
+    for _ in range(2):
+        list(loaded.pipe(TEXTS))
+    assert elmo.precision == "int8"
+    assert get_bilm(elmo.model).precision == "int8"  # what the biLM ran with
+    assert elmo.model.attrs["token_cache"].hits > 0
+    elmo.precision = "fp32"
+    list(loaded.pipe(TEXTS[:1]))
+    assert get_bilm(elmo.model).precision == "fp32"

@@ -30,8 +30,8 @@ class ElmoEmbedder:
         a time; 1 keeps the input order inside each batch.
     :param token_cache_size: keep the token vectors of up to this many distinct
         words, so a word seen before skips the character CNN (0: off).
-    :param precision: "fp32", or "int8" for the LSTM's products on a CPU with
-        VNNI (see :attr:`ElmoBiLM.precision`).
+    :param precision: "fp32", or "int8" for the LSTM's products on an x86 CPU
+        with AVX2 or VNNI (see :attr:`ElmoBiLM.precision`).
     :param max_length: a sentence longer than this many tokens is encoded in
         spans of at most this many (each from a zero state, as in the spaCy
         component), so memory stays bounded on any input.

@@ -2,8 +2,10 @@
 
 Each weight is quantized once per output column (symmetric, int8) and prepacked
 for PyTorch's quantized kernels, which quantize the activations per call (per
-tensor, 8-bit) and multiply in int8: fbgemm with VNNI's dot products, and on
-CPUs with AMX tiles also oneDNN, whose AMX kernel wins for large products.
+tensor) and multiply in int8: fbgemm with VNNI's dot products, and on CPUs with
+AMX tiles also oneDNN, whose AMX kernel wins for large products. On AVX2 CPUs
+without VNNI fbgemm multiplies pairs of bytes into 16 bits, which can saturate,
+so the activations are quantized to 7 bits there (``reduce_range``).
 Which kernel runs depends on the CPU and the product's size (:func:`choose_kernel`);
 where fp32 is faster, it is kept.
 """
@@ -33,16 +35,40 @@ MIN_ROWS = 8
 #: input products; fp32 products right after an AMX one were slower).
 AMX_MIN_WEIGHTS = 1024 * 1024
 AMX_ONEDNN_ROWS = 24
+#: On AVX2 without VNNI, as with AMX, int8 only for weights of at least this many
+#: elements (the `original` size's), at every row count, the projection too. Measured
+#: on a 2-core AMD EPYC (Zen 3), one thread, four weights in turn, µs at 1 / 8 / 32
+#: rows for fp32 (`mm` or prepacked, the faster) and fbgemm with 7-bit activations:
+#: ``512 x 16384`` 2,010 / 6,707 / 12,038 and 667 / 1,280 / 5,050; ``4096 x 512`` 855 /
+#: 1,532 / 3,099 and 96 / 365 / 1,295. `english-compact`'s gate products from 8 rows in
+#: int8 ran its component at 0.90x fp32's tokens/s at batch 32 and 1.20x at batch 1
+#: (medians of eight alternating rounds), and its vectors lie twice as far from fp32 as
+#: with VNNI, so it stays in fp32.
+AVX2_MIN_WEIGHTS = 1024 * 1024
+#: The CPUs the int8 path runs on, by their best int8 instructions.
+INSTRUCTION_SETS = ("amx", "vnni", "avx2")
 
 _prepack_lock = threading.Lock()
 
 
-def int8_available() -> bool:
-    """Whether this CPU has int8 dot-product instructions (AVX512-VNNI or AVX-VNNI)
-    and this torch build has the x86 quantized engine."""
-    is_vnni = getattr(torch.cpu, "_is_vnni_supported", None)
+def int8_instructions() -> Optional[str]:
+    """This CPU's best int8 instructions that PyTorch's quantized kernels use:
+    "amx", "vnni" (AVX512-VNNI or AVX-VNNI), "avx2" (AVX2, or AVX-512 without VNNI),
+    or ``None`` (no x86 quantized engine, or an older CPU)."""
     engines = torch.backends.quantized.supported_engines
-    return bool(is_vnni is not None and is_vnni()) and ("x86" in engines or "fbgemm" in engines)
+    if not ("x86" in engines or "fbgemm" in engines):
+        return None
+    is_vnni = getattr(torch.cpu, "_is_vnni_supported", None)
+    if is_vnni is not None and is_vnni():
+        return "amx" if amx_available() else "vnni"
+    if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        return "avx2"
+    return None
+
+
+def int8_available() -> bool:
+    """Whether this CPU and torch build can run the int8 path."""
+    return int8_instructions() is not None
 
 
 def amx_available() -> bool:
@@ -51,15 +77,18 @@ def amx_available() -> bool:
     return bool(is_amx is not None and is_amx()) and "onednn" in torch.backends.quantized.supported_engines
 
 
-def choose_kernel(rows: int, n_in: int, n_out: int, *, amx: bool, gates: bool) -> Optional[str]:
+def choose_kernel(rows: int, n_in: int, n_out: int, *, cpu: str, gates: bool) -> Optional[str]:
     """The quantized engine for a ``(rows, n_in) @ (n_in, n_out)`` product (an
-    LSTM gate product if `gates`, else the projection): "fbgemm", "onednn", or
+    LSTM gate product if `gates`, else the projection) on a CPU with the int8
+    instructions `cpu` (one of :data:`INSTRUCTION_SETS`): "fbgemm", "onednn", or
     ``None`` where fp32 is faster."""
-    if not amx:
-        return "fbgemm" if gates and rows >= MIN_ROWS else None
-    if n_in * n_out < AMX_MIN_WEIGHTS:
-        return None
-    return "onednn" if rows >= AMX_ONEDNN_ROWS else "fbgemm"
+    if cpu == "amx":
+        if n_in * n_out < AMX_MIN_WEIGHTS:
+            return None
+        return "onednn" if rows >= AMX_ONEDNN_ROWS else "fbgemm"
+    if cpu == "avx2":
+        return "fbgemm" if n_in * n_out >= AVX2_MIN_WEIGHTS else None
+    return "fbgemm" if gates and rows >= MIN_ROWS else None
 
 
 def check_precision(precision: str) -> None:
@@ -68,8 +97,8 @@ def check_precision(precision: str) -> None:
         raise SettingsError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
     if precision == "int8" and not int8_available():
         raise SettingsError(
-            "precision 'int8' needs a CPU with int8 dot-product instructions (AVX512-VNNI or AVX-VNNI) "
-            "and PyTorch's x86 quantized engine; this machine has not both: use precision 'fp32'"
+            "precision 'int8' needs an x86 CPU with AVX2 (or AVX512-VNNI, AVX-VNNI, AMX) and PyTorch's "
+            "x86 quantized engine; this machine has not both: use precision 'fp32'"
         )
 
 
@@ -78,11 +107,13 @@ class Int8Weights:
 
     def __init__(self) -> None:
         self._packed: Dict[Tuple[object, ...], Tuple[Tuple[int, int], object]] = {}
-        self._amx = amx_available()
+        self._cpu = int8_instructions()
 
     def kernel(self, rows: int, n_in: int, n_out: int, *, gates: bool) -> Optional[str]:
         """:func:`choose_kernel` for this CPU: ``None`` where the product stays fp32."""
-        return choose_kernel(rows, n_in, n_out, amx=self._amx, gates=gates)
+        if self._cpu is None:
+            return None
+        return choose_kernel(rows, n_in, n_out, cpu=self._cpu, gates=gates)
 
     def matmul(self, x: Tensor, weight: Tensor, key: Tuple[int, ...], *, gates: bool = True) -> Optional[Tensor]:
         """``x @ weight`` (*Shape:* ``(rows, in) @ (in, out)``) in int8, or ``None``
@@ -102,8 +133,9 @@ class Int8Weights:
         if cached is None or cached[0] != version:
             cached = (version, prepack(weight.detach(), kernel))
             self._packed[(kernel, *key)] = cached
-        # reduce_range=False: full 8-bit activations; VNNI and AMX accumulate in int32 without saturation.
-        return torch.ops.quantized.linear_dynamic(x.contiguous(), cached[1], False)
+        # VNNI and AMX accumulate in int32 without saturation: full 8-bit activations.
+        reduce_range = self._cpu == "avx2"
+        return torch.ops.quantized.linear_dynamic(x.contiguous(), cached[1], reduce_range)
 
     def clear(self) -> None:
         self._packed.clear()
