@@ -44,9 +44,7 @@ AMX_ONEDNN_ROWS = 24
 #: int8 ran its component at 0.90x fp32's tokens/s at batch 32 and 1.20x at batch 1
 #: (medians of eight alternating rounds), and its vectors lie twice as far from fp32 as
 #: with VNNI, so it stays in fp32.
-AVX2_MIN_WEIGHTS = 1024 * 1024
-#: The CPUs the int8 path runs on, by their best int8 instructions.
-INSTRUCTION_SETS = ("amx", "vnni", "avx2")
+AVX2_MIN_WEIGHTS = AMX_MIN_WEIGHTS
 
 _prepack_lock = threading.Lock()
 
@@ -80,7 +78,7 @@ def amx_available() -> bool:
 def choose_kernel(rows: int, n_in: int, n_out: int, *, cpu: str, gates: bool) -> Optional[str]:
     """The quantized engine for a ``(rows, n_in) @ (n_in, n_out)`` product (an
     LSTM gate product if `gates`, else the projection) on a CPU with the int8
-    instructions `cpu` (one of :data:`INSTRUCTION_SETS`): "fbgemm", "onednn", or
+    instructions `cpu` ("amx", "vnni" or "avx2", as :func:`int8_instructions` names them): "fbgemm", "onednn", or
     ``None`` where fp32 is faster."""
     if cpu == "amx":
         if n_in * n_out < AMX_MIN_WEIGHTS:
