@@ -54,10 +54,9 @@ def build_bilm_and_sentences(args: argparse.Namespace):
     torch.manual_seed(0)
     sentences = read_sentences(args.conllu, args.n_sentences, seed=0)
     if args.model:
-        from spacy_elmo.models.pytorch.original_format import load_bilm, resolve_paths
-        from spacy_elmo.named_models import locate_model
+        from spacy_elmo.models.loaders import load_named_weights
 
-        return load_bilm(*resolve_paths(*locate_model(args.model))), sentences
+        return load_named_weights(args.model), sentences
     return ElmoBiLM(NAMED_SIZES[args.size]), sentences
 
 
