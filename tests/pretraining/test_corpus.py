@@ -136,18 +136,38 @@ def test_batches_respect_the_token_budget_and_cover_the_corpus(tmp_path):
     assert stream.position.epoch >= 1
 
 
-def test_a_restored_stream_continues_exactly(tmp_path):
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_a_restored_stream_continues_exactly(tmp_path, prefetch):
     import pickle
 
     path = write_lines(tmp_path / "a.txt", LINES)
-    stream = _stream(path)
+    stream = _stream(path, prefetch=prefetch)
     for _ in range(11):
         stream.next_batch()
     state = pickle.loads(pickle.dumps(stream.state_dict()))
     expected = [stream.next_batch() for _ in range(25)]
-    restored = _stream(path)
+    restored = _stream(path, prefetch=not prefetch)
+    restored.next_batch()  # a draw may be running when the state is loaded
     restored.load_state_dict(state)
     assert [restored.next_batch() for _ in range(25)] == expected
+
+
+def test_drawing_in_the_background_gives_the_same_batches_in_the_same_order(tmp_path):
+    path = write_lines(tmp_path / "a.txt", LINES)
+    ahead, in_place = _stream(path, prefetch=True), _stream(path, prefetch=False)
+    assert [ahead.next_batch() for _ in range(60)] == [in_place.next_batch() for _ in range(60)]
+    ahead.state_dict(), in_place.state_dict()  # saving waits for the background draw; the order holds
+    assert [ahead.next_batch() for _ in range(30)] == [in_place.next_batch() for _ in range(30)]
+
+
+def test_a_background_draw_that_fails_raises_in_the_caller(tmp_path):
+    path = write_lines(tmp_path / "a.txt", LINES)
+    stream = _stream(path, prefetch=True)
+    stream.next_batch()
+    path.write_text("")  # the reader meets an empty corpus at its next epoch
+    with pytest.raises(InputError, match="empty corpus"):
+        for _ in range(200):
+            stream.next_batch()
 
 
 def test_a_record_over_a_million_characters_is_read():
