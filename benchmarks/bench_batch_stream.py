@@ -53,6 +53,7 @@ def one_round(args: argparse.Namespace, trainer: Trainer, cache: TokenCache, *, 
             time.sleep(args.sleep)  # a step the accelerator spends while Python waits
         tokens += n_predictions(batch)
     seconds = time.perf_counter() - start
+    stream.close()  # a draw left running would share the next round's time
     return {"tokens_per_second": tokens / seconds, "longest_wait": max(waits), "waited": sum(waits)}
 
 

@@ -313,13 +313,15 @@ class BatchStream:
     runs on a background thread while the caller trains on the current ones
     (a draw of 32 GPU-sized batches reads and shuffles about 80,000 sentences:
     seconds of Python that would otherwise stall the GPU); the batches are the
-    same either way, in the same order.
+    same either way, in the same order. `position` then runs one draw ahead of
+    the batches taken, and a saved state holds up to two draws' batches.
 
     :param tokens_per_batch: budget per batch, counting each sentence as its
         words plus one end of sentence (the predictions per direction).
     :param shuffle_buffer: sentences held for shuffling.
     :param sort_window: batches' worth of sentences drawn together and sorted by
         length, so a batch holds similar lengths (fewer LSTM steps).
+    :param prefetch: draw the next batches on a background thread.
     """
 
     def __init__(
@@ -347,7 +349,8 @@ class BatchStream:
         return batch
 
     def state_dict(self) -> Dict[str, Any]:
-        if self._next_draw is not None:  # a finished draw is part of the state: its batches come next
+        """Everything the next batches depend on; waits for a draw in flight and keeps its batches as pending."""
+        if self._next_draw is not None:  # its batches come after the current ones, which pop from the end
             self.pending = self._take_next_draw() + self.pending
         return {
             "position": asdict(self.position),
@@ -357,14 +360,25 @@ class BatchStream:
         }
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        if self._next_draw is not None:
-            self._next_draw.exception()  # wait: the draw uses the state replaced here
-            self._next_draw = None
+        """Continue from `state` (from :meth:`state_dict`); a draw in flight is waited for and dropped."""
+        self._drop_next_draw()
         self.position = StreamPosition(**state["position"])
         self.buffer = [list(s) for s in state["buffer"]]
         self.pending = [[list(s) for s in batch] for batch in state["pending"]]
         self.rng.bit_generator.state = state["rng"]
         self._records = None
+
+    def close(self) -> None:
+        """Wait for a draw in flight and stop the background thread (a stream still works after, in place)."""
+        self._drop_next_draw()
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    def _drop_next_draw(self) -> None:
+        if self._next_draw is not None:
+            self._next_draw.exception()  # wait: the draw changes the buffer, the position and the generator
+            self._next_draw = None
 
     def _take_next_draw(self) -> List[List[Sentence]]:
         """The draw running in the background (its error, if it failed), or one drawn now."""
