@@ -25,7 +25,7 @@ import torch
 from spacy_elmo.pretraining.config import parse_config
 from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
 from spacy_elmo.pretraining.default_config import default_config_text
-from spacy_elmo.pretraining.model import assemble_model, negative_samples
+from spacy_elmo.pretraining.model import assemble_model
 from spacy_elmo.pretraining.objective import n_predictions
 from spacy_elmo.pretraining.processes import Processes
 from spacy_elmo.pretraining.token_cache import TokenCache
@@ -73,17 +73,12 @@ def main() -> None:
     args = parser.parse_args()
     config = parse_config(
         default_config_text(size=args.size),
-        {"paths.train": str(args.text), "training.tokens_per_step": args.tokens_per_step},
+        {"paths.train": str(args.text), "system.seed": args.seed, "training.tokens_per_step": args.tokens_per_step},
     )
     vocab = Vocabulary.from_disk(args.vocab)
     torch.manual_seed(args.seed)
     model = assemble_model(len(vocab), dropout=config.training.dropout, options=config.bilm_options())
-    trainer = Trainer(
-        model, vocab, Processes(0, 1, torch.device(args.device)), optimizer=config.optimizer,
-        negative_samples=negative_samples(config.softmax, len(vocab)), seed=args.seed,
-        precision=config.training.precision, gradient_scale=config.training.gradient_scale,
-        grad_clip=config.training.grad_clip,
-    )
+    trainer = Trainer.from_config(model, vocab, Processes(0, 1, torch.device(args.device)), config)
     results: Dict[bool, list] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
         cache = TokenCache(Path(tmp), "bench")  # as in a run: the text tokenized once, then read from JSON lines

@@ -26,7 +26,7 @@ from spacy_elmo.pretraining.config import parse_config
 from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
 from spacy_elmo.pretraining.processes import Processes
-from spacy_elmo.pretraining.model import assemble_model, negative_samples
+from spacy_elmo.pretraining.model import assemble_model
 from spacy_elmo.pretraining.trainer import Trainer
 from spacy_elmo.pretraining.objective import n_predictions
 from spacy_elmo.pretraining.vocab import SPECIAL_TOKENS, Vocabulary
@@ -70,12 +70,7 @@ def measure(
     vocab = Vocabulary(list(SPECIAL_TOKENS) + vocab_words)
     torch.manual_seed(0)
     model = assemble_model(len(vocab), dropout=config.training.dropout, options=config.bilm_options())
-    training = config.training
-    trainer = Trainer(
-        model, vocab, Processes(0, 1, device), optimizer=config.optimizer,
-        negative_samples=negative_samples(config.softmax, len(vocab)), seed=config.seed,
-        precision=training.precision, gradient_scale=training.gradient_scale, grad_clip=training.grad_clip,
-    )
+    trainer = Trainer.from_config(model, vocab, Processes(0, 1, device), config)
     stream = BatchStream(
         CorpusReader([corpus], TextSplitter(tokenizer="whitespace")),
         tokens_per_batch=tokens_per_step, shuffle_buffer=config.corpus.shuffle_buffer,

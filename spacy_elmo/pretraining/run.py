@@ -23,7 +23,7 @@ from .config import PretrainConfig
 from .corpus import BatchStream, Sentence, resolve_corpus_files
 from .errors import ConfigError, TrainingError
 from .loop import TrainingLoop
-from .model import assemble_model, lstm_growth, negative_samples
+from .model import assemble_model, lstm_growth
 from .objective import BiLMLanguageModel
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
@@ -136,11 +136,7 @@ class PretrainRun:
         torch.manual_seed(config.seed)
         model = self._model(vocab, checkpoint)
         training = config.training
-        trainer = Trainer(
-            model, vocab, processes, optimizer=config.optimizer, negative_samples=negative_samples(config.softmax, len(vocab)),
-            seed=config.seed, precision=training.precision, gradient_scale=training.gradient_scale,
-            grad_clip=training.grad_clip,
-        )
+        trainer = Trainer.from_config(model, vocab, processes, config)
         reader = self.text.reader(
             self.train_files, name="corpus.train", cached=True, seed=config.seed, rank=processes.rank,
             world_size=processes.world_size,

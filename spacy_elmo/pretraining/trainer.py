@@ -8,8 +8,9 @@ import torch
 from torch import Tensor, nn
 
 from ..models.pytorch.char_ids import batch_to_char_ids
-from .config import OptimizerConfig
+from .config import OptimizerConfig, PretrainConfig
 from .corpus import Sentence
+from .model import negative_samples
 from .objective import BiLMLanguageModel, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes
@@ -80,6 +81,18 @@ class Trainer:
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
 
+
+    @classmethod
+    def from_config(
+        cls, model: BiLMLanguageModel, vocab: Vocabulary, processes: Processes, config: PretrainConfig
+    ) -> "Trainer":
+        """A trainer with a run's settings: optimizer, softmax, seed, precision, gradient scale and clipping."""
+        training = config.training
+        return cls(
+            model, vocab, processes, optimizer=config.optimizer,
+            negative_samples=negative_samples(config.softmax, len(vocab)), seed=config.seed,
+            precision=training.precision, gradient_scale=training.gradient_scale, grad_clip=training.grad_clip,
+        )
     def set_learn_rate(self, step: int, max_steps: int) -> None:
         """The schedule's learning rate for the step after `step` steps."""
         rate = learn_rate_at(self.schedule, step, max_steps)
