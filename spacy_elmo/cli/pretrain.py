@@ -30,7 +30,8 @@ def pretrain_cli(
         help="Continue training this biLM: a directory with options.json and weights.hdf5 (original "
         "format, e.g. a previous run), the weights file itself, or a model name: english-compact (shipped), "
         "small, medium, original, original-5.5b (published, downloaded once). Its sizes are kept, but a "
-        "larger --model.lstm_dim widens its LSTM (the new cells start silent)",
+        "larger --model.lstm_dim widens its LSTM and a larger --model.projection_dim its projection (the new "
+        "parts start silent)",
     ),
 ) -> None:
     """Pretrain an ELMo biLM. Override config settings with --section.key value.

@@ -2,13 +2,13 @@
 or read from an original-format model, with one softmax, new or read from a run."""
 import dataclasses
 from pathlib import Path
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import one_line
 from ..models.pytorch.bilm import ElmoBiLM
 from ..models.pytorch.options import BiLMOptions
 from ..models.pytorch.original_format import load_bilm, read_options, resolve_paths
-from ..models.pytorch.widen import widen_lstm
+from ..models.pytorch.widen import widen_lstm, widen_projection
 from .config import SoftmaxConfig, check_size
 from .errors import CheckpointError, ConfigError
 from .objective import BiLMLanguageModel
@@ -22,6 +22,7 @@ def assemble_model(
     vocab_size: int, *, dropout: float = 0.0, options: Optional[BiLMOptions] = None,
     pretrained: Optional[PretrainedBiLM] = None, softmax: Optional[Path] = None,
     state: Optional[Mapping[str, Any]] = None, lstm_dim: Optional[int] = None,
+    projection_dim: Optional[int] = None,
 ) -> BiLMLanguageModel:
     """The biLM and a softmax over `vocab_size` words as one model.
 
@@ -33,16 +34,24 @@ def assemble_model(
     :param state: a checkpoint's weights, loaded last.
     :param lstm_dim: grow the pretrained biLM's LSTM to this many cells, computing
         what it computed (:func:`~..models.pytorch.widen.widen_lstm`).
+    :param projection_dim: grow its projection, and the softmax read from `softmax`,
+        to this many dimensions, likewise (:func:`~..models.pytorch.widen.widen_projection`).
     """
     if (options is None) == (pretrained is None):
         raise ValueError("assemble_model takes the options of a new biLM or a pretrained one, not both")
-    if lstm_dim is not None and pretrained is None:
+    if (lstm_dim is not None or projection_dim is not None) and pretrained is None:
         raise ValueError("assemble_model widens a pretrained biLM only (a new one takes its sizes from options)")
     bilm = ElmoBiLM(options) if options is not None else load_bilm(*pretrained)
+    own_dim = bilm.options.projection_dim
     if lstm_dim is not None and lstm_dim != bilm.options.lstm_dim:
         bilm = widen_lstm(bilm, lstm_dim)
+    if projection_dim is not None and projection_dim != own_dim:
+        bilm = widen_projection(bilm, projection_dim)
     dim = bilm.options.projection_dim
-    head = load_softmax(softmax, vocab_size=vocab_size, dim=dim) if softmax is not None else LMSoftmax(vocab_size, dim)
+    if softmax is not None:
+        head = load_softmax(softmax, vocab_size=vocab_size, dim=own_dim).widened(dim)
+    else:
+        head = LMSoftmax(vocab_size, dim)
     bilm.set_dropout(dropout)
     model = BiLMLanguageModel(bilm, head, output_dropout=dropout)
     if state is not None:
@@ -53,22 +62,33 @@ def assemble_model(
     return model
 
 
-def lstm_growth(pretrained: PretrainedBiLM, lstm_dim: Optional[int]) -> Optional[Tuple[int, int]]:
-    """``(its cells, lstm_dim)`` when ``[model] lstm_dim`` widens the pretrained biLM's
-    LSTM, None when it keeps its size; a ConfigError for an lstm_dim below its own or a
-    widened biLM over the size limit."""
-    if lstm_dim is None:
-        return None
+#: The sizes `--init-from` can grow, and what each one counts.
+GROWABLE = {"lstm_dim": ("LSTM", "cells per layer and direction"), "projection_dim": ("projection", "dimensions")}
+
+
+def growth(pretrained: PretrainedBiLM, **sizes: Optional[int]) -> Dict[str, Tuple[int, int]]:
+    """``{size: (its value, the new value)}`` for each ``[model]`` size in `sizes`
+    (``lstm_dim``, ``projection_dim``) that widens the pretrained biLM; empty when it
+    keeps its sizes. A ConfigError for a size below its own or a widened biLM over the
+    size limit."""
     own = read_options(resolve_paths(*pretrained)[1])
-    if lstm_dim < own.lstm_dim:
-        raise ConfigError(
-            f"model.lstm_dim is {lstm_dim}, but {pretrained[0]} has {own.lstm_dim} LSTM cells: --init-from can "
-            f"widen a biLM's LSTM, not narrow it (model.lstm_dim = null keeps its size)"
-        )
-    if lstm_dim == own.lstm_dim:
-        return None
-    check_size(dataclasses.replace(own, lstm_dim=lstm_dim), f"--init-from {pretrained[0]} with model.lstm_dim {lstm_dim}")
-    return own.lstm_dim, lstm_dim
+    grown: Dict[str, Tuple[int, int]] = {}
+    for name, wanted in sizes.items():
+        current = getattr(own, name)
+        if wanted is None or wanted == current:
+            continue
+        if wanted < current:
+            part = GROWABLE[name][0]
+            raise ConfigError(
+                f"model.{name} is {wanted}, but {pretrained[0]} has {current}: --init-from can widen a biLM's "
+                f"{part}, not narrow it (model.{name} = null keeps its size)"
+            )
+        grown[name] = (current, wanted)
+    if grown:
+        wider = dataclasses.replace(own, **{name: new for name, (_, new) in grown.items()})
+        settings = " and ".join(f"model.{name} {new}" for name, (_, new) in grown.items())
+        check_size(wider, f"--init-from {pretrained[0]} with {settings}")
+    return grown
 
 
 def negative_samples(softmax: SoftmaxConfig, vocab_size: int) -> Optional[int]:

@@ -23,7 +23,7 @@ from .config import PretrainConfig
 from .corpus import BatchStream, Sentence, resolve_corpus_files
 from .errors import ConfigError, TrainingError
 from .loop import TrainingLoop
-from .model import assemble_model, lstm_growth
+from .model import GROWABLE, assemble_model, growth
 from .objective import BiLMLanguageModel
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
@@ -254,15 +254,17 @@ class PretrainRun:
             self.say(f"Continuing {weights} (biLM and softmax); [model] sizes come from its options.json")
         else:
             self.say(f"Continuing the biLM of {weights} with a new softmax; [model] sizes come from its options.json")
-        growth = lstm_growth(self.init_from, self.config.model.lstm_dim)
-        if growth is not None:
+        sizes = self.config.model
+        grown = growth(self.init_from, lstm_dim=sizes.lstm_dim, projection_dim=sizes.projection_dim)
+        for name, (old, new) in grown.items():
+            part, unit = GROWABLE[name]
             self.say(
-                f"model.lstm_dim: its LSTM widened from {growth[0]} to {growth[1]} cells per layer and direction "
-                f"(the new cells start with zero projection weights, so its outputs are unchanged)"
+                f"model.{name}: its {part} widened from {old} to {new} {unit} (the new parts start with "
+                f"zero output weights, so its outputs are unchanged)"
             )
         return assemble_model(
             len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax,
-            lstm_dim=None if growth is None else growth[1],
+            **{name: new for name, (_, new) in grown.items()},
         )
 
     def _max_steps(self, stats: Optional[Dict[str, Any]]) -> int:

@@ -99,6 +99,19 @@ class LMSoftmax(nn.Module):
     def vocab_size(self) -> int:
         return self.weight.shape[0]
 
+    def widened(self, dim: int) -> "LMSoftmax":
+        """This softmax over the hidden vectors of a biLM whose projection grew to `dim`
+        (:func:`~spacy_elmo.models.pytorch.widen.widen_projection`): zero weights for the
+        new dimensions, so it gives the same probabilities."""
+        if dim < self.weight.shape[1]:
+            raise ValueError(f"a softmax over {self.weight.shape[1]} dimensions can be widened, not narrowed to {dim}")
+        wide = LMSoftmax(self.vocab_size, dim).to(self.weight.device, self.weight.dtype)
+        with torch.no_grad():
+            wide.weight.zero_()
+            wide.weight[:, : self.weight.shape[1]] = self.weight
+            wide.bias.copy_(self.bias)
+        return wide
+
     def nll(
         self, hidden: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
         *, chunk_rows: int = 0,

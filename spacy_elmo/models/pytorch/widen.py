@@ -1,42 +1,82 @@
-"""A trained biLM's LSTM grown to more cells, computing exactly what it computed.
+"""A trained biLM grown to more LSTM cells or a wider projection, computing exactly
+what it computed.
 
-Each new cell gets gate weights drawn as a new LSTM's are and a zero row in its
-layer's projection, so the cells run but nothing of them reaches the outputs. In
-training the projection's new rows get the gradient ``cell output x gradient of
-the projection``, move off zero, and the new cells join in. This gives a trained
-biLM more capacity without starting again from random weights (`pretrain
---init-from MODEL --model.lstm_dim N`).
+New cells get gate weights drawn as a new LSTM's are and a zero row in their layer's
+projection; new projection dimensions get a zero row in the token projection and
+zero columns in the LSTM projections, and the LSTM weights that read them are drawn
+as a new LSTM's are. Either way the new parts run but nothing of them reaches the
+outputs: the new dimensions of the layers are zero. In training the zero weights get
+the gradient ``input x gradient of the output``, move off zero, and the new parts join
+in. This gives a trained biLM more capacity without starting again from random weights
+(`pretrain --init-from MODEL --model.lstm_dim N --model.projection_dim P`).
 """
 import dataclasses
+from typing import Callable
 
 import torch
+from torch import Tensor
 
 from .bilm import ElmoBiLM
+from .options import BiLMOptions
+
+#: Writes a trained parameter (name, its value) into the grown biLM's larger one.
+GrowParameter = Callable[[str, Tensor, Tensor], None]
 
 
 def widen_lstm(bilm: ElmoBiLM, lstm_dim: int) -> ElmoBiLM:
     """A copy of `bilm` with `lstm_dim` cells per LSTM layer and direction whose
     outputs are `bilm`'s. Seed torch first for the same new weights every time."""
-    old = bilm.options.lstm_dim
-    if lstm_dim < old:
-        raise ValueError(f"an LSTM of {old} cells can be widened, not narrowed to {lstm_dim}")
+    old = _check_growth("an LSTM", "cells", bilm.options.lstm_dim, lstm_dim)
+
+    def grow(name: str, value: Tensor, target: Tensor) -> None:
+        if name.startswith(("lstm.input_weights.", "lstm.hidden_weights.", "lstm.biases.")):
+            # (..., 4 * cells): the gate blocks i, f, o, j; the trained cells first in each.
+            target.unflatten(-1, (4, lstm_dim))[..., :old] = value.unflatten(-1, (4, old))
+        elif name.startswith("lstm.projections."):  # (2, cells, projection_dim)
+            target.zero_()
+            target[:, :old] = value
+        else:
+            target.copy_(value)
+
+    return _grown(bilm, dataclasses.replace(bilm.options, lstm_dim=lstm_dim), grow)
+
+
+def widen_projection(bilm: ElmoBiLM, projection_dim: int) -> ElmoBiLM:
+    """A copy of `bilm` with `projection_dim`-wide token vectors and LSTM outputs whose
+    layers are `bilm`'s with zeros appended to each direction's half: *Shape:*
+    ``(..., 2 * projection_dim)``, ``[forward, 0, backward, 0]``. Seed torch first for
+    the same new weights every time. A language model's softmax grows with it
+    (:meth:`~spacy_elmo.pretraining.softmax.LMSoftmax.widened`)."""
+    old = _check_growth("a projection", "dimensions", bilm.options.projection_dim, projection_dim)
+
+    def grow(name: str, value: Tensor, target: Tensor) -> None:
+        if name.startswith("char_encoder.projection."):  # (projection_dim, filters), (projection_dim,)
+            target.zero_()
+            target[:old] = value
+        elif name.startswith(("lstm.input_weights.", "lstm.hidden_weights.")):  # (2, projection_dim, 4 * cells)
+            target[:, :old] = value
+        elif name.startswith("lstm.projections."):  # (2, cells, projection_dim)
+            target.zero_()
+            target[..., :old] = value
+        else:
+            target.copy_(value)
+
+    return _grown(bilm, dataclasses.replace(bilm.options, projection_dim=projection_dim), grow)
+
+
+def _check_growth(what: str, unit: str, old: int, new: int) -> int:
+    if new < old:
+        raise ValueError(f"{what} of {old} {unit} can be widened, not narrowed to {new}")
+    return old
+
+
+def _grown(bilm: ElmoBiLM, options: BiLMOptions, grow: GrowParameter) -> ElmoBiLM:
     parameter = bilm.lstm.biases[0]
-    wide = ElmoBiLM(dataclasses.replace(bilm.options, lstm_dim=lstm_dim)).to(parameter.device, parameter.dtype)
-    # Everything but the LSTM as it is (the LSTM's keys are grown below).
-    missing, _ = wide.load_state_dict(
-        {name: value for name, value in bilm.state_dict().items() if not name.startswith("lstm.")}, strict=False
-    )
-    assert all(name.startswith("lstm.") for name in missing), missing
-    source, target = bilm.lstm, wide.lstm
+    wide = ElmoBiLM(options).to(parameter.device, parameter.dtype)
+    targets = wide.state_dict()  # shares storage with wide's parameters
     with torch.no_grad():
-        for layer in range(source.n_layers):
-            for name in ("input_weights", "hidden_weights", "biases"):
-                # (..., 4 * cells): the gate blocks i, f, o, j; the trained cells first in each.
-                grown = getattr(target, name)[layer].unflatten(-1, (4, lstm_dim))
-                grown[..., :old] = getattr(source, name)[layer].unflatten(-1, (4, old))
-            # (2, cells, projection_dim): the new cells' rows zero.
-            target.projections[layer][:, :old] = source.projections[layer]
-            target.projections[layer][:, old:] = 0.0
-    wide.set_dropout(source.dropout)
-    target.precision, target.parallel_directions = source.precision, source.parallel_directions
+        for name, value in bilm.state_dict().items():
+            grow(name, value, targets[name])
+    wide.set_dropout(bilm.lstm.dropout)
+    wide.lstm.precision, wide.lstm.parallel_directions = bilm.lstm.precision, bilm.lstm.parallel_directions
     return wide.train(bilm.training)

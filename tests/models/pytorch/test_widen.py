@@ -1,4 +1,4 @@
-"""Growing a trained biLM's LSTM: the same outputs, new cells that can learn."""
+"""Growing a trained biLM's LSTM or projection: the same outputs, new parts that can learn."""
 import dataclasses
 
 import pytest
@@ -7,7 +7,7 @@ import torch
 from spacy_elmo.models.pytorch.bilm import ElmoBiLM
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
-from spacy_elmo.models.pytorch.widen import widen_lstm
+from spacy_elmo.models.pytorch.widen import widen_lstm, widen_projection
 
 SENTENCES = [["The", "cat", "sat", "on", "the", "mat", "."], ["Colorless", "green", "ideas"], ["Hi"]]
 
@@ -74,3 +74,45 @@ def test_widened_bilm_keeps_its_settings(trained_bilm):
 def test_narrowing_is_refused(trained_bilm):
     with pytest.raises(ValueError, match="widened, not narrowed"):
         widen_lstm(trained_bilm, trained_bilm.options.lstm_dim - 1)
+
+
+def test_widened_projection_gives_the_same_layers_with_zeros_appended(trained_bilm):
+    old = trained_bilm.options.projection_dim
+    wide = widen_projection(trained_bilm, old + 12)
+    assert wide.options == dataclasses.replace(trained_bilm.options, projection_dim=old + 12)
+    char_ids = batch_to_char_ids(SENTENCES)
+    with torch.no_grad():
+        expected, got = trained_bilm(char_ids).layers, wide(char_ids).layers
+    # Each direction's half: the old dimensions, then the new ones, zero.
+    halves = got.unflatten(-1, (2, old + 12))
+    torch.testing.assert_close(halves[..., :old].flatten(-2), expected, rtol=0, atol=1e-6)
+    assert halves[..., old:].abs().max() == 0
+    # The LSTM weights that read the new dimensions are not zero, so the new dimensions can learn.
+    for layer in range(wide.lstm.n_layers):
+        for weights in (wide.lstm.input_weights, wide.lstm.hidden_weights):
+            assert (weights[layer][:, old:].abs().sum(dim=(0, 2)) > 0).all()
+
+
+def test_new_projection_dimensions_get_gradients(trained_bilm):
+    old = trained_bilm.options.projection_dim
+    wide = widen_projection(trained_bilm, old + 4).train()
+    wide(batch_to_char_ids(SENTENCES)).layers.sum().backward()
+    assert wide.char_encoder.projection.weight.grad[old:].abs().sum() > 0
+    for projection in wide.lstm.projections:
+        assert projection.grad[..., old:].abs().sum() > 0
+
+
+def test_widened_lstm_and_projection_together_give_the_same_layers(trained_bilm):
+    old = trained_bilm.options
+    wide = widen_projection(widen_lstm(trained_bilm, old.lstm_dim + 8), old.projection_dim + 8)
+    char_ids = batch_to_char_ids(SENTENCES)
+    with torch.no_grad():
+        expected, got = trained_bilm(char_ids).layers, wide(char_ids).layers
+    torch.testing.assert_close(
+        got.unflatten(-1, (2, old.projection_dim + 8))[..., : old.projection_dim].flatten(-2), expected, rtol=0, atol=1e-6
+    )
+
+
+def test_narrowing_the_projection_is_refused(trained_bilm):
+    with pytest.raises(ValueError, match="widened, not narrowed"):
+        widen_projection(trained_bilm, trained_bilm.options.projection_dim - 1)
