@@ -62,8 +62,17 @@ def assemble_model(
     return model
 
 
-#: The sizes `--init-from` can grow, and what each one counts.
-GROWABLE = {"lstm_dim": ("LSTM", "cells per layer and direction"), "projection_dim": ("projection", "dimensions")}
+#: The sizes `--init-from` can grow: what grows, what it counts, and what the new parts start as.
+GROWABLE = {
+    "lstm_dim": (
+        "LSTM", "cells per layer and direction",
+        "the new cells start with zero projection rows, so its outputs are unchanged",
+    ),
+    "projection_dim": (
+        "projection", "dimensions",
+        "the new dimensions start with zero output weights, so its outputs are unchanged, with zeros appended",
+    ),
+}
 
 
 def growth(pretrained: PretrainedBiLM, **sizes: Optional[int]) -> Dict[str, Tuple[int, int]]:
@@ -78,16 +87,23 @@ def growth(pretrained: PretrainedBiLM, **sizes: Optional[int]) -> Dict[str, Tupl
         if wanted is None or wanted == current:
             continue
         if wanted < current:
-            part = GROWABLE[name][0]
+            part, unit, _ = GROWABLE[name]
             raise ConfigError(
-                f"model.{name} is {wanted}, but {pretrained[0]} has {current}: --init-from can widen a biLM's "
-                f"{part}, not narrow it (model.{name} = null keeps its size)"
+                f"model.{name} is {wanted}, but {pretrained[0]} has {current} {unit}: --init-from can widen a "
+                f"biLM's {part}, not narrow it (model.{name} = null keeps its size)"
             )
         grown[name] = (current, wanted)
-    if grown:
-        wider = dataclasses.replace(own, **{name: new for name, (_, new) in grown.items()})
-        settings = " and ".join(f"model.{name} {new}" for name, (_, new) in grown.items())
-        check_size(wider, f"--init-from {pretrained[0]} with {settings}")
+    if not grown:
+        return grown
+    wider = dataclasses.replace(own, **{name: new for name, (_, new) in grown.items()})
+    if own.has_char_projection and not wider.has_char_projection:
+        raise ConfigError(
+            f"model.projection_dim is {wider.projection_dim}, the width of {pretrained[0]}'s character CNN: a biLM "
+            f"of that width has no token projection, so widening to it would change what it computes (choose "
+            f"another width)"
+        )
+    settings = " and ".join(f"model.{name} {new}" for name, (_, new) in grown.items())
+    check_size(wider, f"--init-from {pretrained[0]} with {settings}")
     return grown
 
 

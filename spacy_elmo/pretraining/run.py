@@ -254,14 +254,11 @@ class PretrainRun:
             self.say(f"Continuing {weights} (biLM and softmax); [model] sizes come from its options.json")
         else:
             self.say(f"Continuing the biLM of {weights} with a new softmax; [model] sizes come from its options.json")
-        sizes = self.config.model
-        grown = growth(self.init_from, lstm_dim=sizes.lstm_dim, projection_dim=sizes.projection_dim)
+        model = self.config.model
+        grown = growth(self.init_from, lstm_dim=model.lstm_dim, projection_dim=model.projection_dim)
         for name, (old, new) in grown.items():
-            part, unit = GROWABLE[name]
-            self.say(
-                f"model.{name}: its {part} widened from {old} to {new} {unit} (the new parts start with "
-                f"zero output weights, so its outputs are unchanged)"
-            )
+            part, unit, start = GROWABLE[name]
+            self.say(f"model.{name}: its {part} widened from {old} to {new} {unit} ({start})")
         return assemble_model(
             len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax,
             **{name: new for name, (_, new) in grown.items()},

@@ -1,4 +1,6 @@
 """Assembling the language model: new weights, a pretrained biLM and softmax, a checkpoint's state."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -6,7 +8,7 @@ from spacy_elmo.models.pytorch.options import NAMED_SIZES
 from spacy_elmo.models.pytorch.original_format import save_bilm
 from spacy_elmo.pretraining.config import SoftmaxConfig
 from spacy_elmo.pretraining.errors import CheckpointError, ConfigError
-from spacy_elmo.pretraining.model import assemble_model, negative_samples
+from spacy_elmo.pretraining.model import assemble_model, growth, negative_samples
 from spacy_elmo.pretraining.softmax import save_softmax
 
 FIXTURE = NAMED_SIZES["fixture"]
@@ -55,3 +57,33 @@ def test_negative_samples_follow_the_softmax_kind_and_the_vocabulary_size(kind, 
 def test_more_negatives_than_words_is_a_config_error():
     with pytest.raises(ConfigError, match=r"softmax.n_negative_samples \(20\) must be smaller than the vocabulary \(20 words\)"):
         negative_samples(SoftmaxConfig(kind="sampled", max_full_vocab=150, n_negative_samples=20), 20)
+
+
+def test_growth_names_the_sizes_that_grow_and_refuses_narrowing(tmp_path):
+    save_bilm(assemble_model(50, options=FIXTURE).bilm, tmp_path)
+    own = (FIXTURE.lstm_dim, FIXTURE.projection_dim)
+    assert growth((tmp_path, None), lstm_dim=own[0], projection_dim=None) == {}
+    assert growth((tmp_path, None), lstm_dim=own[0] + 8, projection_dim=own[1] + 4) == {
+        "lstm_dim": (own[0], own[0] + 8), "projection_dim": (own[1], own[1] + 4),
+    }
+    with pytest.raises(ConfigError, match=f"has {own[1]} dimensions: --init-from can widen a biLM's projection"):
+        growth((tmp_path, None), projection_dim=own[1] - 1)
+
+
+def test_growing_the_projection_to_the_width_of_the_character_CNN_is_refused(tmp_path):
+    save_bilm(assemble_model(50, options=FIXTURE).bilm, tmp_path)
+    with pytest.raises(ConfigError, match="the width of .* character CNN"):
+        growth((tmp_path, None), projection_dim=FIXTURE.n_filters)
+
+
+def test_a_widened_projection_widens_the_softmax_read_with_it(tmp_path):
+    torch.manual_seed(0)
+    model = assemble_model(50, options=FIXTURE)
+    save_bilm(model.bilm, tmp_path)
+    save_softmax(model.softmax, tmp_path / "softmax.hdf5")
+    wide = assemble_model(
+        50, pretrained=(tmp_path, None), softmax=tmp_path / "softmax.hdf5", projection_dim=FIXTURE.projection_dim + 4
+    )
+    assert wide.bilm.options == dataclasses.replace(FIXTURE, projection_dim=FIXTURE.projection_dim + 4)
+    torch.testing.assert_close(wide.softmax.weight[:, : FIXTURE.projection_dim], model.softmax.weight, rtol=0, atol=0)
+    assert wide.softmax.weight[:, FIXTURE.projection_dim :].abs().max() == 0

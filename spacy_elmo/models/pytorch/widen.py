@@ -11,7 +11,7 @@ in. This gives a trained biLM more capacity without starting again from random w
 (`pretrain --init-from MODEL --model.lstm_dim N --model.projection_dim P`).
 """
 import dataclasses
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -26,7 +26,8 @@ GrowParameter = Callable[[str, Tensor, Tensor], None]
 def widen_lstm(bilm: ElmoBiLM, lstm_dim: int) -> ElmoBiLM:
     """A copy of `bilm` with `lstm_dim` cells per LSTM layer and direction whose
     outputs are `bilm`'s. Seed torch first for the same new weights every time."""
-    old = _check_growth("an LSTM", "cells", bilm.options.lstm_dim, lstm_dim)
+    old = bilm.options.lstm_dim
+    _refuse_narrowing("an LSTM", "cells", old, lstm_dim)
 
     def grow(name: str, value: Tensor, target: Tensor) -> None:
         if name.startswith(("lstm.input_weights.", "lstm.hidden_weights.", "lstm.biases.")):
@@ -46,8 +47,31 @@ def widen_projection(bilm: ElmoBiLM, projection_dim: int) -> ElmoBiLM:
     layers are `bilm`'s with zeros appended to each direction's half: *Shape:*
     ``(..., 2 * projection_dim)``, ``[forward, 0, backward, 0]``. Seed torch first for
     the same new weights every time. A language model's softmax grows with it
-    (:meth:`~spacy_elmo.pretraining.softmax.LMSoftmax.widened`)."""
-    old = _check_growth("a projection", "dimensions", bilm.options.projection_dim, projection_dim)
+    (:meth:`~spacy_elmo.pretraining.softmax.LMSoftmax.widened`).
+
+    A biLM whose projection is as wide as its character CNN has no token projection
+    (bilm-tf's rule); widened, it gets one that passes the CNN's output through, ``[I; 0]``.
+    Widening to the CNN's width would drop the token projection, so it is refused."""
+    old = bilm.options.projection_dim
+    _refuse_narrowing("a projection", "dimensions", old, projection_dim)
+    options = dataclasses.replace(bilm.options, projection_dim=projection_dim)
+    if not options.has_char_projection:
+        raise ValueError(
+            f"a projection of {projection_dim} dimensions, the width of the character CNN, has no token projection: "
+            f"widening to it would change what the biLM computes"
+        )
+    added = () if bilm.options.has_char_projection else ("char_encoder.projection.weight", "char_encoder.projection.bias")
+    wide = _grown(bilm, options, _grow_projection(old), added=added)
+    if added:
+        with torch.no_grad():
+            wide.char_encoder.projection.weight.zero_()
+            wide.char_encoder.projection.weight[:old].copy_(torch.eye(old))
+            wide.char_encoder.projection.bias.zero_()
+    return wide
+
+
+def _grow_projection(old: int) -> GrowParameter:
+    """Writes a parameter of a biLM with an `old`-dimensional projection into a wider one's."""
 
     def grow(name: str, value: Tensor, target: Tensor) -> None:
         if name.startswith("char_encoder.projection."):  # (projection_dim, filters), (projection_dim,)
@@ -61,19 +85,22 @@ def widen_projection(bilm: ElmoBiLM, projection_dim: int) -> ElmoBiLM:
         else:
             target.copy_(value)
 
-    return _grown(bilm, dataclasses.replace(bilm.options, projection_dim=projection_dim), grow)
+    return grow
 
 
-def _check_growth(what: str, unit: str, old: int, new: int) -> int:
+def _refuse_narrowing(what: str, unit: str, old: int, new: int) -> None:
     if new < old:
         raise ValueError(f"{what} of {old} {unit} can be widened, not narrowed to {new}")
-    return old
 
 
-def _grown(bilm: ElmoBiLM, options: BiLMOptions, grow: GrowParameter) -> ElmoBiLM:
+def _grown(bilm: ElmoBiLM, options: BiLMOptions, grow: GrowParameter, *, added: Sequence[str] = ()) -> ElmoBiLM:
+    """A new biLM of `options` with each of `bilm`'s parameters written into it by
+    `grow`, and `bilm`'s settings (dropout, precision, direction threads, mode, device).
+    `added`: the parameters only the new biLM has, which the caller sets."""
     parameter = bilm.lstm.biases[0]
     wide = ElmoBiLM(options).to(parameter.device, parameter.dtype)
     targets = wide.state_dict()  # shares storage with wide's parameters
+    assert set(targets) - set(bilm.state_dict()) == set(added), "a parameter of the grown biLM would stay random"
     with torch.no_grad():
         for name, value in bilm.state_dict().items():
             grow(name, value, targets[name])

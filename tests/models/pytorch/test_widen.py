@@ -19,6 +19,7 @@ def trained_bilm():
     with torch.no_grad():  # biases away from zero, as a trained biLM's are
         for bias in bilm.lstm.biases:
             bias.normal_(0.0, 0.5)
+        bilm.char_encoder.projection.bias.normal_(0.0, 0.5)
     return bilm.eval()
 
 
@@ -93,13 +94,46 @@ def test_widened_projection_gives_the_same_layers_with_zeros_appended(trained_bi
             assert (weights[layer][:, old:].abs().sum(dim=(0, 2)) > 0).all()
 
 
-def test_new_projection_dimensions_get_gradients(trained_bilm):
+def _new_input_row_gradients(wide, old: int):
+    wide.zero_grad()
+    wide(batch_to_char_ids(SENTENCES)).layers.sum().backward()
+    return [wide.lstm.input_weights[layer].grad[:, old:].abs().sum() for layer in range(wide.lstm.n_layers)]
+
+
+def test_new_projection_dimensions_are_silent_until_their_output_weights_learn(trained_bilm):
     old = trained_bilm.options.projection_dim
     wide = widen_projection(trained_bilm, old + 4).train()
-    wide(batch_to_char_ids(SENTENCES)).layers.sum().backward()
+    # The LSTM rows that read the new dimensions see zeros: no gradient yet ...
+    assert all(gradient == 0 for gradient in _new_input_row_gradients(wide, old))
+    # ... but the zero output weights that write the new dimensions get one ...
     assert wide.char_encoder.projection.weight.grad[old:].abs().sum() > 0
     for projection in wide.lstm.projections:
         assert projection.grad[..., old:].abs().sum() > 0
+    with torch.no_grad():
+        wide.char_encoder.projection.weight[old:] -= 0.1 * wide.char_encoder.projection.weight.grad[old:]
+        for projection in wide.lstm.projections:
+            projection[..., old:] -= 0.1 * projection.grad[..., old:]
+    # ... and once they have moved, the rows that read them learn too.
+    assert all(gradient > 0 for gradient in _new_input_row_gradients(wide, old))
+
+
+def test_a_biLM_without_a_token_projection_gets_one_that_passes_the_CNN_through():
+    torch.manual_seed(0)
+    options = dataclasses.replace(NAMED_SIZES["fixture"], projection_dim=NAMED_SIZES["fixture"].n_filters)
+    plain = ElmoBiLM(options).eval()
+    assert plain.char_encoder.projection is None
+    wide = widen_projection(plain, options.projection_dim + 8)
+    char_ids = batch_to_char_ids(SENTENCES)
+    with torch.no_grad():
+        expected, got = plain(char_ids).layers, wide(char_ids).layers
+    halves = got.unflatten(-1, (2, options.projection_dim + 8))
+    torch.testing.assert_close(halves[..., : options.projection_dim].flatten(-2), expected, rtol=0, atol=1e-6)
+    assert halves[..., options.projection_dim :].abs().max() == 0
+
+
+def test_widening_the_projection_to_the_width_of_the_CNN_is_refused(trained_bilm):
+    with pytest.raises(ValueError, match="the width of the character CNN"):
+        widen_projection(trained_bilm, trained_bilm.options.n_filters)
 
 
 def test_widened_lstm_and_projection_together_give_the_same_layers(trained_bilm):
