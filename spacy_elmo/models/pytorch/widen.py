@@ -55,14 +55,15 @@ def widen_projection(bilm: ElmoBiLM, projection_dim: int) -> ElmoBiLM:
     old = bilm.options.projection_dim
     _refuse_narrowing("a projection", "dimensions", old, projection_dim)
     options = dataclasses.replace(bilm.options, projection_dim=projection_dim)
-    if not options.has_char_projection:
+    if bilm.options.has_char_projection and not options.has_char_projection:
         raise ValueError(
             f"a projection of {projection_dim} dimensions, the width of the character CNN, has no token projection: "
             f"widening to it would change what the biLM computes"
         )
-    added = () if bilm.options.has_char_projection else ("char_encoder.projection.weight", "char_encoder.projection.bias")
+    gains_projection = options.has_char_projection and not bilm.options.has_char_projection
+    added = ("char_encoder.projection.weight", "char_encoder.projection.bias") if gains_projection else ()
     wide = _grown(bilm, options, _grow_projection(old), added=added)
-    if added:
+    if gains_projection:
         with torch.no_grad():
             wide.char_encoder.projection.weight.zero_()
             wide.char_encoder.projection.weight[:old].copy_(torch.eye(old))

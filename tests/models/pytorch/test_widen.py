@@ -129,6 +129,11 @@ def test_a_biLM_without_a_token_projection_gets_one_that_passes_the_CNN_through(
     halves = got.unflatten(-1, (2, options.projection_dim + 8))
     torch.testing.assert_close(halves[..., : options.projection_dim].flatten(-2), expected, rtol=0, atol=1e-6)
     assert halves[..., options.projection_dim :].abs().max() == 0
+    # At its own width it stays without one, a copy.
+    same = widen_projection(plain, options.projection_dim)
+    assert same.char_encoder.projection is None
+    with torch.no_grad():
+        torch.testing.assert_close(same(char_ids).layers, expected, rtol=0, atol=0)
 
 
 def test_widening_the_projection_to_the_width_of_the_CNN_is_refused(trained_bilm):
