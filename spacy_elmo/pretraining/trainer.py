@@ -81,7 +81,6 @@ class Trainer:
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
 
-
     @classmethod
     def from_config(
         cls, model: BiLMLanguageModel, vocab: Vocabulary, processes: Processes, config: PretrainConfig
@@ -93,6 +92,7 @@ class Trainer:
             negative_samples=negative_samples(config.softmax, len(vocab)), seed=config.seed,
             precision=training.precision, gradient_scale=training.gradient_scale, grad_clip=training.grad_clip,
         )
+
     def set_learn_rate(self, step: int, max_steps: int) -> None:
         """The schedule's learning rate for the step after `step` steps."""
         rate = learn_rate_at(self.schedule, step, max_steps)

@@ -100,10 +100,10 @@ def _grown(bilm: ElmoBiLM, options: BiLMOptions, grow: GrowParameter, *, added: 
     `added`: the parameters only the new biLM has, which the caller sets."""
     parameter = bilm.lstm.biases[0]
     wide = ElmoBiLM(options).to(parameter.device, parameter.dtype)
-    targets = wide.state_dict()  # shares storage with wide's parameters
-    assert set(targets) - set(bilm.state_dict()) == set(added), "a parameter of the grown biLM would stay random"
+    sources, targets = bilm.state_dict(), wide.state_dict()  # targets share storage with wide's parameters
+    assert set(targets) - set(sources) == set(added), "a parameter of the grown biLM would stay random"
     with torch.no_grad():
-        for name, value in bilm.state_dict().items():
+        for name, value in sources.items():
             grow(name, value, targets[name])
     wide.set_dropout(bilm.lstm.dropout)
     wide.lstm.precision, wide.lstm.parallel_directions = bilm.lstm.precision, bilm.lstm.parallel_directions

@@ -77,6 +77,13 @@ def test_narrowing_is_refused(trained_bilm):
         widen_lstm(trained_bilm, trained_bilm.options.lstm_dim - 1)
 
 
+def _old_and_new_dimensions(layers, old: int):
+    """The layers of a biLM whose projection grew from `old`: each direction's first `old`
+    dimensions (*Shape:* ``(..., 2 * old)``) and the rest."""
+    halves = layers.unflatten(-1, (2, layers.shape[-1] // 2))
+    return halves[..., :old].flatten(-2), halves[..., old:]
+
+
 def test_widened_projection_gives_the_same_layers_with_zeros_appended(trained_bilm):
     old = trained_bilm.options.projection_dim
     wide = widen_projection(trained_bilm, old + 12)
@@ -85,9 +92,9 @@ def test_widened_projection_gives_the_same_layers_with_zeros_appended(trained_bi
     with torch.no_grad():
         expected, got = trained_bilm(char_ids).layers, wide(char_ids).layers
     # Each direction's half: the old dimensions, then the new ones, zero.
-    halves = got.unflatten(-1, (2, old + 12))
-    torch.testing.assert_close(halves[..., :old].flatten(-2), expected, rtol=0, atol=1e-6)
-    assert halves[..., old:].abs().max() == 0
+    kept, added = _old_and_new_dimensions(got, old)
+    torch.testing.assert_close(kept, expected, rtol=0, atol=1e-6)
+    assert added.abs().max() == 0
     # The LSTM weights that read the new dimensions are not zero, so the new dimensions can learn.
     for layer in range(wide.lstm.n_layers):
         for weights in (wide.lstm.input_weights, wide.lstm.hidden_weights):
@@ -126,9 +133,9 @@ def test_a_biLM_without_a_token_projection_gets_one_that_passes_the_CNN_through(
     char_ids = batch_to_char_ids(SENTENCES)
     with torch.no_grad():
         expected, got = plain(char_ids).layers, wide(char_ids).layers
-    halves = got.unflatten(-1, (2, options.projection_dim + 8))
-    torch.testing.assert_close(halves[..., : options.projection_dim].flatten(-2), expected, rtol=0, atol=1e-6)
-    assert halves[..., options.projection_dim :].abs().max() == 0
+    kept, added = _old_and_new_dimensions(got, options.projection_dim)
+    torch.testing.assert_close(kept, expected, rtol=0, atol=1e-6)
+    assert added.abs().max() == 0
     # At its own width it stays without one, a copy.
     same = widen_projection(plain, options.projection_dim)
     assert same.char_encoder.projection is None
@@ -147,9 +154,7 @@ def test_widened_lstm_and_projection_together_give_the_same_layers(trained_bilm)
     char_ids = batch_to_char_ids(SENTENCES)
     with torch.no_grad():
         expected, got = trained_bilm(char_ids).layers, wide(char_ids).layers
-    torch.testing.assert_close(
-        got.unflatten(-1, (2, old.projection_dim + 8))[..., : old.projection_dim].flatten(-2), expected, rtol=0, atol=1e-6
-    )
+    torch.testing.assert_close(_old_and_new_dimensions(got, old.projection_dim)[0], expected, rtol=0, atol=1e-6)
 
 
 def test_narrowing_the_projection_is_refused(trained_bilm):
