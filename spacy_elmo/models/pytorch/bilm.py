@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder
-from .char_ids import BOS_IDS, EOS_IDS
+from .char_ids import BOS_IDS, EOS_IDS, distinct_rows
 from .int8_linear import check_precision
 from .lstm import BiLstmStack, DistinctInputs, LstmState, PackingPlan
 from .options import BiLMOptions
@@ -186,7 +186,7 @@ class ElmoBiLM(nn.Module):
         """
         batch, max_tokens = mask.shape
         ids = torch.cat([self.boundary_ids, char_ids[mask]])
-        distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
+        distinct, inverse = distinct_rows(ids)
         if token_cache is None:
             token_vectors = self.char_encoder(distinct)
         else:

@@ -2,7 +2,8 @@
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import (
-    BOS_TOKEN, BOW_CHAR, EOW_CHAR, MAX_CHARS_PER_TOKEN, PAD_CHAR, batch_to_char_ids, token_char_ids,
+    BOS_IDS, BOS_TOKEN, BOW_CHAR, EOS_IDS, EOW_CHAR, MAX_CHARS_PER_TOKEN, PAD_CHAR, batch_to_char_ids,
+    distinct_rows, token_char_ids,
 )
 
 
@@ -26,3 +27,22 @@ def test_batch_rows_are_each_tokens_ids_and_padding_is_zero():
 def test_empty_batches():
     assert batch_to_char_ids([]).shape == (0, 0, MAX_CHARS_PER_TOKEN)
     assert batch_to_char_ids([[], []]).shape == (2, 0, MAX_CHARS_PER_TOKEN)
+
+
+def test_distinct_rows_equal_torch_unique_in_order_and_inverse():
+    # Bytes above 0x7f, every id up to PAD_CHAR + 1, boundary rows, repeats: the
+    # byte order must sort as the ids' values do.
+    words = ["the", "The", "né", "\u00ff\u0100", "a", "ab", "b", "x" * 60, "the", "a", "Zürich", "ab"]
+    rows = torch.tensor([token_char_ids(w) for w in words] + [BOS_IDS, EOS_IDS, BOS_IDS], dtype=torch.int64)
+    generator = torch.Generator().manual_seed(0)
+    random_rows = torch.randint(0, PAD_CHAR + 2, (200, MAX_CHARS_PER_TOKEN), generator=generator)
+    for ids in (rows, torch.cat([random_rows, random_rows[:50]]), rows[:1]):
+        distinct, inverse = distinct_rows(ids)
+        expected_distinct, expected_inverse = torch.unique(ids, dim=0, return_inverse=True)
+        assert torch.equal(distinct, expected_distinct)
+        assert torch.equal(inverse, expected_inverse)
+
+
+def test_distinct_rows_of_no_rows():
+    distinct, inverse = distinct_rows(torch.zeros((0, MAX_CHARS_PER_TOKEN), dtype=torch.int64))
+    assert distinct.shape == (0, MAX_CHARS_PER_TOKEN) and inverse.shape == (0,)
