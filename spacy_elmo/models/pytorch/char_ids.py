@@ -14,6 +14,7 @@ MAX_BYTES_PER_TOKEN = MAX_CHARS_PER_TOKEN - 2
 BOS_CHAR, EOS_CHAR = 256, 257
 BOW_CHAR, EOW_CHAR, PAD_CHAR = 258, 259, 260
 BOS_TOKEN, EOS_TOKEN = "<S>", "</S>"
+_INT16_MAX = 32767
 
 
 def _row(payload: Sequence[int]) -> Tuple[int, ...]:
@@ -64,18 +65,24 @@ def distinct_rows(char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """``torch.unique(char_ids, dim=0, return_inverse=True)``: the distinct rows in
     ascending (lexicographic) order and each row's place among them.
 
-    On the CPU the rows are compared as byte strings: ids lie in ``0 .. 261``, so
-    as big-endian 16-bit integers their bytes sort as their values do, and
-    NumPy's sort of fixed-size byte strings runs about 8x faster than torch's
-    row-wise unique (4,096 rows of 50 ids: 1.2 against 9.5 ms).
+    On the CPU the rows are compared as byte strings: the ids (0 .. 261) are
+    written as big-endian 16-bit integers, whose bytes sort as their values do,
+    and NumPy sorts fixed-size byte strings about 5x faster than torch finds
+    unique rows (docs/results/speed.md). Ids outside 0 .. 32767 would not fit
+    and go through ``torch.unique``.
 
-    :param char_ids: *Shape:* ``(n_rows, 50)``, int64.
+    :param char_ids: *Shape:* ``(n_rows, 50)``, integer.
     :returns: the distinct rows *Shape:* ``(n_distinct, 50)`` and the inverse
-        *Shape:* ``(n_rows,)``.
+        *Shape:* ``(n_rows,)``, int64.
     """
-    if char_ids.device.type != "cpu" or char_ids.shape[0] == 0:
+    if (
+        char_ids.device.type != "cpu"
+        or char_ids.shape[0] == 0
+        or int(char_ids.min()) < 0
+        or int(char_ids.max()) > _INT16_MAX
+    ):
         return torch.unique(char_ids, dim=0, return_inverse=True)
     big_endian = numpy.ascontiguousarray(char_ids.numpy().astype(">i2"))
     keys = big_endian.view(numpy.dtype((numpy.void, big_endian.shape[1] * 2))).ravel()
     _, first, inverse = numpy.unique(keys, return_index=True, return_inverse=True)
-    return char_ids[torch.from_numpy(first)], torch.from_numpy(inverse.reshape(-1))
+    return char_ids[torch.from_numpy(first)], torch.from_numpy(inverse.reshape(-1).astype(numpy.int64))

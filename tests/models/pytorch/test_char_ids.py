@@ -36,11 +36,14 @@ def test_distinct_rows_equal_torch_unique_in_order_and_inverse():
     rows = torch.tensor([token_char_ids(w) for w in words] + [BOS_IDS, EOS_IDS, BOS_IDS], dtype=torch.int64)
     generator = torch.Generator().manual_seed(0)
     random_rows = torch.randint(0, PAD_CHAR + 2, (200, MAX_CHARS_PER_TOKEN), generator=generator)
-    for ids in (rows, torch.cat([random_rows, random_rows[:50]]), rows[:1]):
+    # Also ids past int16's range, which the byte sort cannot hold.
+    large = rows.clone()
+    large[0, 1] = 65536 + int(large[1, 1])
+    for ids in (rows, torch.cat([random_rows, random_rows[:50]]), rows[:1], rows.t().contiguous().t(), large):
         distinct, inverse = distinct_rows(ids)
         expected_distinct, expected_inverse = torch.unique(ids, dim=0, return_inverse=True)
-        assert torch.equal(distinct, expected_distinct)
-        assert torch.equal(inverse, expected_inverse)
+        assert torch.equal(distinct, expected_distinct) and distinct.dtype == ids.dtype
+        assert torch.equal(inverse, expected_inverse) and inverse.dtype == torch.int64
 
 
 def test_distinct_rows_of_no_rows():
