@@ -9,7 +9,7 @@ warm-up, as a long `nlp.pipe` stream does; "cold" empties it before each repeat.
 Pipelines: `--pipeline DIR` (a trained pipeline with ELMo, e.g. from
 `configs/ner_elmo.cfg`) and `--baseline-pipeline DIR` (the same without ELMo) over
 the sentences of a `.spacy` file as Docs with their words (as `spacy evaluate --gold-preproc`);
-prints words/s and ELMo's added seconds per 1,000 words.
+prints words/s and ELMo's added seconds per 1,000 words, each pipeline timed in its own process.
 
 Uses only the public spaCy API and component settings, so the same script times
 any version of spacy-elmo (PYTHONPATH=that checkout); `--setting` passes component
@@ -23,6 +23,8 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
@@ -113,33 +115,48 @@ def gold_preproc(vocab, reference) -> list:
     return [Doc(vocab, words=[t.text for t in s], spaces=[bool(t.whitespace_) for t in s]) for s in sentences]
 
 
-def bench_pipelines(args: argparse.Namespace) -> None:
+def time_pipeline(args: argparse.Namespace, name: str, path: Path) -> float:
+    """Words/s of one pipeline over the gold-preproc sentences of ``args.docs`` (printed too)."""
     import spacy
     from spacy.tokens import DocBin
 
     settings = parse_settings(args.setting)
+    overrides = {"components": {"elmo": settings}} if settings and name == "with ELMo" else {}
+    nlp = spacy.load(path, config=overrides)
+    reference = list(DocBin().from_disk(args.docs).get_docs(nlp.vocab))[: args.n_docs]
+    n_words = sum(len(doc) for doc in reference)
+
+    def run() -> None:
+        docs = (doc for ref in reference for doc in gold_preproc(nlp.vocab, ref))
+        for _doc in nlp.pipe(docs, batch_size=args.pipeline_batch_size):
+            pass
+
+    run()  # warm-up: as `spacy evaluate`, one pass fills the token-vector cache
+    median = median_seconds(run, args.repeats)
+    print(
+        f"pipeline {path} ({name}, {' '.join(args.setting)}): {len(reference)} reference Docs, {n_words} words, "
+        f"median {median:.2f} s of {args.repeats} -> {n_words / median:,.0f} words/s",
+        flush=True,
+    )
+    return n_words / median
+
+
+def bench_pipelines(args: argparse.Namespace) -> None:
+    """Each pipeline in its own process: a pipeline timed in the process that has just run
+    another one ran up to 1.3x slower (docs/results/speed.md, the Zen 3's NER pipeline)."""
     words_per_s = {}
     for name, path in (("with ELMo", args.pipeline), ("baseline", args.baseline_pipeline)):
         if path is None:
             continue
-        overrides = {"components": {"elmo": settings}} if settings and name == "with ELMo" else {}
-        nlp = spacy.load(path, config=overrides)
-        reference = list(DocBin().from_disk(args.docs).get_docs(nlp.vocab))[: args.n_docs]
-        n_words = sum(len(doc) for doc in reference)
-
-        def run() -> None:
-            docs = (doc for ref in reference for doc in gold_preproc(nlp.vocab, ref))
-            for _doc in nlp.pipe(docs, batch_size=args.pipeline_batch_size):
-                pass
-
-        run()  # warm-up: as `spacy evaluate`, one pass fills the token-vector cache
-        median = median_seconds(run, args.repeats)
-        words_per_s[name] = n_words / median
-        print(
-            f"pipeline {path} ({name}, {' '.join(args.setting)}): {len(reference)} reference Docs, {n_words} words, "
-            f"median {median:.2f} s of {args.repeats} -> {n_words / median:,.0f} words/s",
-            flush=True,
-        )
+        flag = "--pipeline" if name == "with ELMo" else "--baseline-pipeline"
+        command = [
+            sys.executable, __file__, "--skip-component", flag, str(path), "--docs", str(args.docs),
+            "--repeats", str(args.repeats), "--n-docs", str(args.n_docs),
+            "--pipeline-batch-size", str(args.pipeline_batch_size), "--one-pipeline", "--setting", *args.setting,
+        ]
+        lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()
+        print(lines[0], flush=True)
+        words_per_s[name] = float(lines[-1])
     if len(words_per_s) == 2:
         added = 1000 / words_per_s["with ELMo"] - 1000 / words_per_s["baseline"]
         print(f"ELMo's added cost: {added:.4f} s per 1,000 words", flush=True)
@@ -161,6 +178,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=None, help=".spacy file the pipelines run over")
     parser.add_argument("--n-docs", type=int, default=100_000)
     parser.add_argument("--pipeline-batch-size", type=int, default=256)
+    parser.add_argument("--one-pipeline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import torch
@@ -171,7 +189,11 @@ def main() -> None:
     if args.pipeline is not None or args.baseline_pipeline is not None:
         if args.docs is None:
             parser.error("--pipeline needs --docs")
-        bench_pipelines(args)
+        if args.one_pipeline:  # one of bench_pipelines' processes: its words/s on the last line
+            name, path = ("with ELMo", args.pipeline) if args.pipeline else ("baseline", args.baseline_pipeline)
+            print(time_pipeline(args, name, path))
+        else:
+            bench_pipelines(args)
 
 
 if __name__ == "__main__":
