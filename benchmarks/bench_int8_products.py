@@ -11,7 +11,8 @@ has AMX), in µs, the best of three rounds of many calls:
 With ``--weights-in-turn 4`` each call takes the next of four copies of the
 weight, as an LSTM step multiplies four large weights in turn (per direction the
 recurrent and projection weights of two layers): a weight too large for the cache
-is then read from memory at every call, as in the LSTM.
+is then read from memory at every call, as in the LSTM. `read µs` is the time to
+read one weight once (a plain sum over it): the memory's floor under any product.
 """
 import argparse
 import itertools
@@ -58,7 +59,7 @@ def main() -> None:
     torch.manual_seed(0)
     kernels: List[str] = ["fbgemm"] + (["onednn"] if amx_available() else [])
     print(
-        f"{'product':22} {'in x out':>12} {'rows':>5} {'fp32 µs':>9} {'packed µs':>10} "
+        f"{'product':22} {'in x out':>12} {'rows':>5} {'read µs':>8} {'fp32 µs':>9} {'packed µs':>10} "
         + " ".join(f"{k + ' µs':>10}" for k in kernels)
     )
     n_copies = args.weights_in_turn
@@ -67,6 +68,8 @@ def main() -> None:
         packed = [{kernel: prepack(weight, kernel) for kernel in kernels} for weight in weights]
         onednn_fp32 = PackedWeights()
         calls = 300 if n_in * n_out < 1_000_000 else 30
+        reading = itertools.cycle(range(n_copies))
+        read = best_microseconds(lambda: weights[next(reading)].sum(), calls)
         for rows in args.rows:
             x = torch.randn(rows, n_in)
             turn = itertools.cycle(range(n_copies))
@@ -86,7 +89,7 @@ def main() -> None:
                 for kernel in kernels
             ]
             print(
-                f"{name:22} {f'{n_in} x {n_out}':>12} {rows:>5} {fp32:>9,.0f} {fp32_packed:>10} "
+                f"{name:22} {f'{n_in} x {n_out}':>12} {rows:>5} {read:>8,.0f} {fp32:>9,.0f} {fp32_packed:>10} "
                 + " ".join(f"{t:>10,.0f}" for t in int8),
                 flush=True,
             )
