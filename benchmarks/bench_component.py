@@ -115,13 +115,15 @@ def gold_preproc(vocab, reference) -> list:
     return [Doc(vocab, words=[t.text for t in s], spaces=[bool(t.whitespace_) for t in s]) for s in sentences]
 
 
-def time_pipeline(args: argparse.Namespace, name: str, path: Path) -> float:
-    """Words/s of one pipeline over the gold-preproc sentences of ``args.docs`` (printed too)."""
+def time_pipeline(args: argparse.Namespace, path: Path, with_elmo: bool) -> float:
+    """Words/s of one pipeline over the gold-preproc sentences of ``args.docs`` (printed too);
+    ``--setting`` goes to the `elmo` component of the pipeline `with_elmo`."""
     import spacy
     from spacy.tokens import DocBin
 
+    name = "with ELMo" if with_elmo else "baseline"
     settings = parse_settings(args.setting)
-    overrides = {"components": {"elmo": settings}} if settings and name == "with ELMo" else {}
+    overrides = {"components": {"elmo": settings}} if settings and with_elmo else {}
     nlp = spacy.load(path, config=overrides)
     reference = list(DocBin().from_disk(args.docs).get_docs(nlp.vocab))[: args.n_docs]
     n_words = sum(len(doc) for doc in reference)
@@ -145,16 +147,21 @@ def bench_pipelines(args: argparse.Namespace) -> None:
     """Each pipeline in its own process: a pipeline timed in the process that has just run
     another one ran up to 1.3x slower (docs/results/speed.md, the Zen 3's NER pipeline)."""
     words_per_s = {}
-    for name, path in (("with ELMo", args.pipeline), ("baseline", args.baseline_pipeline)):
+    for name, flag, path in (
+        ("with ELMo", "--pipeline", args.pipeline), ("baseline", "--baseline-pipeline", args.baseline_pipeline)
+    ):
         if path is None:
             continue
-        flag = "--pipeline" if name == "with ELMo" else "--baseline-pipeline"
         command = [
             sys.executable, __file__, "--skip-component", flag, str(path), "--docs", str(args.docs),
             "--repeats", str(args.repeats), "--n-docs", str(args.n_docs),
             "--pipeline-batch-size", str(args.pipeline_batch_size), "--one-pipeline", "--setting", *args.setting,
         ]
-        lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()
+        # stdout only: a failing process's error reaches the terminal.
+        result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+        if result.returncode != 0:
+            sys.exit(f"{flag} {path}: the timing process failed (its error is above)")
+        lines = result.stdout.splitlines()
         print(lines[0], flush=True)
         words_per_s[name] = float(lines[-1])
     if len(words_per_s) == 2:
@@ -190,8 +197,8 @@ def main() -> None:
         if args.docs is None:
             parser.error("--pipeline needs --docs")
         if args.one_pipeline:  # one of bench_pipelines' processes: its words/s on the last line
-            name, path = ("with ELMo", args.pipeline) if args.pipeline else ("baseline", args.baseline_pipeline)
-            print(time_pipeline(args, name, path))
+            with_elmo = args.pipeline is not None
+            print(time_pipeline(args, args.pipeline if with_elmo else args.baseline_pipeline, with_elmo))
         else:
             bench_pipelines(args)
 

@@ -75,12 +75,11 @@ def distinct_rows(char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     :returns: the distinct rows *Shape:* ``(n_distinct, 50)`` and the inverse
         *Shape:* ``(n_rows,)``, int64.
     """
-    if char_ids.device.type != "cpu" or char_ids.shape[0] == 0:
-        return torch.unique(char_ids, dim=0, return_inverse=True)
-    low, high = torch.aminmax(char_ids)
-    if int(low) < 0 or int(high) > _INT16_MAX:
-        return torch.unique(char_ids, dim=0, return_inverse=True)
-    big_endian = numpy.ascontiguousarray(char_ids.numpy().astype(">i2"))
-    keys = big_endian.view(numpy.dtype((numpy.void, big_endian.shape[1] * 2))).ravel()
-    _, first, inverse = numpy.unique(keys, return_index=True, return_inverse=True)
-    return char_ids[torch.from_numpy(first)], torch.from_numpy(inverse.reshape(-1).astype(numpy.int64, copy=False))
+    if char_ids.device.type == "cpu" and char_ids.shape[0] > 0:
+        low, high = torch.aminmax(char_ids)
+        if int(low) >= 0 and int(high) <= _INT16_MAX:
+            big_endian = numpy.ascontiguousarray(char_ids.numpy().astype(">i2"))
+            keys = big_endian.view(numpy.dtype((numpy.void, big_endian.shape[1] * 2))).ravel()
+            _, first, inverse = numpy.unique(keys, return_index=True, return_inverse=True)
+            return char_ids[torch.from_numpy(first)], torch.from_numpy(inverse.astype(numpy.int64, copy=False))
+    return torch.unique(char_ids, dim=0, return_inverse=True)
