@@ -25,17 +25,17 @@ import torch
 from spacy_elmo.pretraining.config import parse_config
 from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
 from spacy_elmo.pretraining.default_config import default_config_text
-from spacy_elmo.pretraining.model import assemble_model
-from spacy_elmo.pretraining.objective import n_predictions
+from spacy_elmo.pretraining.assembly import assemble_model
+from spacy_elmo.pretraining.language_model import n_predictions
 from spacy_elmo.pretraining.processes import Processes
-from spacy_elmo.pretraining.token_cache import TokenCache
+from spacy_elmo.pretraining.tokenized_files import TokenizedFiles
 from spacy_elmo.pretraining.trainer import Trainer
 from spacy_elmo.pretraining.vocab import Vocabulary
 
 SHIPPED_VOCAB = Path(__file__).parent.parent / "spacy_elmo" / "resources" / "english_compact" / "vocab.txt"
 
 
-def one_round(args: argparse.Namespace, trainer: Trainer, cache: TokenCache, *, prefetch: bool) -> Dict[str, float]:
+def one_round(args: argparse.Namespace, trainer: Trainer, cache: TokenizedFiles, *, prefetch: bool) -> Dict[str, float]:
     reader = CorpusReader([args.text], TextSplitter(tokenizer="whitespace"), seed=args.seed, cache=cache)
     stream = BatchStream(
         reader, tokens_per_batch=args.tokens_per_step, shuffle_buffer=args.shuffle_buffer,
@@ -81,7 +81,7 @@ def main() -> None:
     trainer = Trainer.from_config(model, vocab, Processes(0, 1, torch.device(args.device)), config)
     results: Dict[bool, list] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
-        cache = TokenCache(Path(tmp), "bench")  # as in a run: the text tokenized once, then read from JSON lines
+        cache = TokenizedFiles(Path(tmp), "bench")  # as in a run: the text tokenized once, then read from JSON lines
         for _ in CorpusReader([args.text], TextSplitter(tokenizer="whitespace"), cache=cache).sentences():
             pass
         for _, prefetch in itertools.product(range(args.rounds), (False, True)):

@@ -145,7 +145,7 @@ def time_pipeline(args: argparse.Namespace, path: Path, with_elmo: bool) -> floa
 
 def bench_pipelines(args: argparse.Namespace) -> None:
     """Each pipeline in its own process: a pipeline timed in the process that has just run
-    another one ran up to 1.3x slower (docs/results/speed.md, the Zen 3's NER pipeline)."""
+    another one ran up to 1.3x slower (measured on a Zen 3 with a NER pipeline)."""
     words_per_s = {}
     for name, flag, path in (
         ("with ELMo", "--pipeline", args.pipeline), ("baseline", "--baseline-pipeline", args.baseline_pipeline)

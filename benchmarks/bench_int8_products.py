@@ -1,8 +1,8 @@
-"""Per-product timings behind the int8 path's kernel choice (`int8_linear.choose_kernel`).
+"""Per-product timings behind the int8 precision's rule (`lstm/int8_products.py`).
 
 For the LSTM products of `english-compact` and the `original` size, the time of one
 ``(rows, in) @ (in, out)`` product in fp32 (`torch.mm`, and oneDNN with a prepacked
-weight, as the LSTM steps run it: `packed_linear`) and through each int8 kernel this
+weight, as the LSTM steps run it: `prepacked_linear`) and through each int8 kernel this
 CPU has (fbgemm, with 7-bit activations on CPUs without VNNI; oneDNN where the CPU
 has AMX), in µs, the best of three rounds of many calls:
 
@@ -21,8 +21,8 @@ from typing import Callable, List
 
 import torch
 
-from spacy_elmo.models.pytorch.int8_linear import amx_available, int8_instructions, prepack
-from spacy_elmo.models.pytorch.packed_linear import MIN_ROWS, PackedWeights
+from spacy_elmo.models.pytorch.lstm.int8_products import amx_available, int8_instructions, prepack
+from spacy_elmo.models.pytorch.prepacked_linear import MIN_ROWS, PrepackedWeights
 
 SHAPES = {
     "english-compact gate": (128, 2048),
@@ -66,7 +66,7 @@ def main() -> None:
     for name, (n_in, n_out) in SHAPES.items():
         weights = [torch.randn(n_in, n_out) / n_in**0.5 for _ in range(n_copies)]
         packed = [{kernel: prepack(weight, kernel) for kernel in kernels} for weight in weights]
-        onednn_fp32 = PackedWeights()
+        onednn_fp32 = PrepackedWeights()
         calls = 300 if n_in * n_out < 1_000_000 else 30
         reading = itertools.cycle(range(n_copies))
         read = best_microseconds(lambda: weights[next(reading)].sum(), calls)

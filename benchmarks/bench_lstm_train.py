@@ -12,13 +12,12 @@ import argparse
 import dataclasses
 import statistics
 import time
-from contextlib import nullcontext
-from typing import Callable, ContextManager, Dict, List
+from contextlib import contextmanager
+from typing import Callable, ContextManager, Dict, Iterator, List
 
 import torch
 
 from spacy_elmo.models.pytorch.lstm import BiLstmStack, PackingPlan
-from spacy_elmo.models.pytorch.lstm_policy import autograd_recurrence
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
 
@@ -62,12 +61,19 @@ def main() -> None:
     inputs = torch.randn(2, sum(plan.batch_sizes), options.projection_dim, requires_grad=True)
     upstream = torch.randn(2, sum(plan.batch_sizes), options.projection_dim)
 
+    path = ["auto"]
+
+    @contextmanager
+    def on_path(name: str) -> Iterator[None]:
+        path[0] = name
+        yield
+
     def step() -> None:
-        outputs, _ = stack(inputs, plan)
+        outputs, _ = stack(inputs, plan, path=path[0])
         (outputs[-1] * upstream).sum().backward()
 
     times = time_steps(
-        step, {"autograd": autograd_recurrence, "recurrence": nullcontext},
+        step, {"reference": lambda: on_path("reference"), "recurrence": lambda: on_path("recurrence")},
         warmup=args.warmup, repeats=args.repeats,
     )
     median = {name: statistics.median(values) for name, values in times.items()}
@@ -75,7 +81,7 @@ def main() -> None:
         f"lstm {options.lstm_dim}/{options.projection_dim} x{options.n_layers}, {args.sentences} sentences, "
         f"{sum(plan.batch_sizes)} rows/direction, {torch.get_num_threads()} threads, median (min) of {args.repeats}: "
         + ", ".join(f"{name} {median[name]:.1f} ({min(times[name]):.1f}) ms/step" for name in times)
-        + f"; {median['autograd'] / median['recurrence']:.2f}x",
+        + f"; {median['reference'] / median['recurrence']:.2f}x",
         flush=True,
     )
 

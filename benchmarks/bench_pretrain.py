@@ -26,9 +26,9 @@ from spacy_elmo.pretraining.config import parse_config
 from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
 from spacy_elmo.pretraining.processes import Processes
-from spacy_elmo.pretraining.model import assemble_model
+from spacy_elmo.pretraining.assembly import assemble_model
 from spacy_elmo.pretraining.trainer import Trainer
-from spacy_elmo.pretraining.objective import n_predictions
+from spacy_elmo.pretraining.language_model import n_predictions
 from spacy_elmo.pretraining.vocab import SPECIAL_TOKENS, Vocabulary
 
 

@@ -2,22 +2,24 @@
 
 A download writes to a temporary file beside the destination and renames it only
 when every byte the server announced has arrived and the content is what it claims
-(JSON that parses, an HDF5 file whose every dataset reads); an interrupted download
-leaves nothing behind and simply starts again next time. A file already in place is
-used without any network. Redirects are followed only to http(s), a file may not
-exceed `MAX_BYTES` nor take longer than `DEADLINE_S`, and credentials in a URL never
-appear in a message.
+(biLM options that pass every check, an HDF5 file whose every dataset reads);
+an interrupted download leaves nothing behind and simply starts again next time.
+A file already in place is used without any network. Redirects are followed only to
+http(s), a file may not exceed `MAX_BYTES` nor take longer than `DEADLINE_S`, whatever
+the server sends, and credentials in a URL (user info, query values) never appear in
+a message.
 """
+import contextlib
 import http.client
-import json
 import re
-import time
+import socket
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
-from .errors import InputError, one_line
+from .errors import InputError, SpacyElmoError, one_line
 from .output_files import atomic_output_path, check_output_file, remove_stale_temp_files
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -26,6 +28,8 @@ TIMEOUT_S = 60  # without a byte
 DEADLINE_S = 3600  # for a whole file
 # The largest published file (original-5.5b's weights) is about 375 MB; options are a few KB.
 MAX_BYTES = {".json": 1 << 20, ".hdf5": 2 << 30, ".h5": 2 << 30}
+# Values read at once when a downloaded HDF5 file is checked (16 MB of float32).
+SLAB_VALUES = 1 << 22
 
 
 def download(url: str, destination: Path, *, what: str = "file") -> Path:
@@ -57,9 +61,24 @@ def download(url: str, destination: Path, *, what: str = "file") -> Path:
     return destination
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+# The user info: all of the authority (which ends at the first /, ? or #) up to its last @.
+_USER_INFO = re.compile(r"(?<=://)[^/?#]*@")
+# A value in the query or fragment: what follows "name=", or a whole part without "=".
+_PARAMETER_VALUE = re.compile(r"(?<=[?&#])([^=&#]*=)?[^&#]*")
+
+
 def redact(text: str) -> str:
-    """`text` with the ``user:password@`` of any URL in it replaced by ``***@``."""
-    return re.sub(r"(?<=://)[^/@\s]+@", "***@", text)
+    """`text` with the credentials of every URL in it masked: the user info
+    (``http://***@host/``, however many ``@`` a password holds) and every value in the
+    query and fragment (``?token=***&v=***``). All values, not those of names that look
+    secret: a signature, key or token can go by any name, and no message needs one."""
+    return _URL.sub(_redact_url, text)
+
+
+def _redact_url(match: "re.Match[str]") -> str:
+    url = _USER_INFO.sub("***@", match.group(0), count=1)
+    return _PARAMETER_VALUE.sub(r"\1***", url)
 
 
 class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
@@ -71,12 +90,117 @@ class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+class _Deadline:
+    """Ends a download at a fixed time, whatever the server sends or withholds.
+
+    A socket timeout only bounds the silence between two bytes: a server sending one
+    byte a minute would keep a download (its headers or its body) alive for ever. So a
+    timer shuts down every connection the download opened when the time is up, which
+    ends at once any read blocked on one.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.passed = False
+        self._sockets: List[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """An opener whose connections this deadline ends (and that redirects only to http(s))."""
+        return urllib.request.build_opener(_HttpOnlyRedirects, _WatchedHandler(self))
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut `sock`'s connection down when the time is up. A duplicate is kept (and
+        closed at the end): it stays valid when TLS takes the socket over."""
+        with self._lock:
+            self._sockets.append(sock.dup())
+            if self.passed:
+                self._shut_down()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            self._shut_down()
+
+    def _shut_down(self) -> None:
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+
+
+class _WatchedConnection(http.client.HTTPConnection):
+    """An HTTP connection whose socket its deadline watches from the moment it connects."""
+
+    deadline: _Deadline  # set by the handler that makes the connection
+
+    def connect(self) -> None:
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection, _WatchedConnection):
+    """The same for HTTPS: HTTPSConnection.connect calls the watched connect above (the
+    next class in this one's order) before the TLS handshake, so a server slow to shake
+    hands is stopped too."""
+
+
+class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """Opens http and https connections that `deadline` watches."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._watched(_WatchedConnection), req)
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._watched(_WatchedHTTPSConnection), req, context=self._context)
+
+    def _watched(self, kind: type) -> Callable[..., http.client.HTTPConnection]:
+        """A maker of `kind` connections (as `do_open` calls it) that set their deadline."""
+
+        def connection(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+            made = kind(*args, **kwargs)
+            made.deadline = self.deadline
+            return made
+
+        return connection
+
+
 def _fetch(url: str, target: Path, *, what: str) -> None:
+    """Write what `url` sends into `target`, within `DEADLINE_S` seconds."""
+    with _Deadline(DEADLINE_S) as deadline:
+        try:
+            _receive(deadline.opener(), url, target, what=what)
+        except (OSError, http.client.HTTPException, SpacyElmoError):
+            if not deadline.passed:
+                raise
+        if deadline.passed:  # the connection was shut down: a read failed, or seemed to end the body
+            received = target.stat().st_size if target.exists() else 0
+            raise InputError(
+                f"{redact(url)} took longer than {DEADLINE_S} s ({received:,} bytes so far); "
+                "stopped, run again to retry"
+            )
+
+
+def _receive(opener: urllib.request.OpenerDirector, url: str, target: Path, *, what: str) -> None:
+    """Stream `url` into `target`: all the bytes it announces, and no more than `MAX_BYTES`."""
     from tqdm import tqdm
 
     limit = MAX_BYTES.get(Path(url).suffix, 2 << 30)
-    opener = urllib.request.build_opener(_HttpOnlyRedirects)
-    deadline = time.monotonic() + DEADLINE_S
     with opener.open(url, timeout=TIMEOUT_S) as response:
         total = _content_length(response.headers.get("Content-Length"), url)
         if total is not None and total > limit:
@@ -95,10 +219,6 @@ def _fetch(url: str, target: Path, *, what: str) -> None:
                 bar.update(len(chunk))
                 if received > limit:
                     raise InputError(f"{redact(url)} sent more than {limit:,} bytes, more than a model file may have; stopped")
-                if time.monotonic() > deadline:
-                    raise InputError(
-                        f"{redact(url)} took longer than {DEADLINE_S} s ({received:,} bytes so far); stopped, run again to retry"
-                    )
     if total is not None and received != total:
         raise InputError(f"Incomplete download of {redact(url)}: {received:,} of {total:,} bytes; run again to retry")
 
@@ -113,17 +233,15 @@ def _content_length(value: Optional[str], url: str) -> Optional[int]:
 
 def _verify(path: Path, url: str) -> None:
     """A truncated or wrong file (an HTML error page, say) is refused before it is cached:
-    options must be a JSON object, weights an HDF5 file whose every dataset reads."""
+    options must pass every check the loader makes (their biLM's size included), weights
+    be an HDF5 file whose every dataset reads."""
     shown = redact(url)
     if path.stat().st_size == 0:
         raise InputError(f"{shown} sent an empty file")
     if url.endswith(".json"):
-        try:
-            content = json.loads(path.read_text(encoding="utf8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise InputError(f"{shown} is not a JSON file ({err})") from None
-        if not isinstance(content, dict) or not content:
-            raise InputError(f"{shown} is not a biLM options file (a JSON object with the model's settings)")
+        from .models.pytorch.original_format import read_options
+
+        read_options(path, shown=shown)
     elif url.endswith((".hdf5", ".h5")):
         with path.open("rb") as handle:
             if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
@@ -132,16 +250,43 @@ def _verify(path: Path, url: str) -> None:
 
 
 def _read_every_dataset(path: Path, shown: str) -> None:
+    """Read every dataset, a slab at a time, once what they declare in all fits the
+    largest biLM spacy-elmo loads: a file of a few KB can declare any size."""
     import h5py
+
+    from .models.pytorch.original_format import MAX_PARAMETERS, declared_values
 
     try:
         with h5py.File(path, "r") as handle:
-            names: list = []
-            handle.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
-            if not names:
+            items: List[Tuple[str, Any]] = []
+            handle.visititems(lambda name, item: items.append((name, item)))
+            datasets = {name: item for name, item in items if isinstance(item, h5py.Dataset)}
+            if not datasets:
                 raise InputError(f"{shown} is an HDF5 file without datasets, not biLM weights")
-            for name in names:
-                handle[name][...]
+            declared = sum(declared_values(dataset) for dataset in datasets.values())
+            if declared > MAX_PARAMETERS:
+                raise InputError(
+                    f"{shown} declares {declared:,} values in its datasets, more than the {MAX_PARAMETERS:,} "
+                    "parameters of the largest biLM spacy-elmo loads; refused before reading them"
+                )
+            for name, dataset in datasets.items():
+                if dataset.external or dataset.is_virtual:  # reading it would read another (local) file
+                    raise InputError(f"{shown}: dataset '{name}' keeps its data in other files; refused")
+                for rows in _slabs(dataset):
+                    dataset[rows]
+    except SpacyElmoError:
+        raise
     except (OSError, RuntimeError, ValueError) as err:
         raise InputError(f"{shown} is a damaged HDF5 file ({one_line(err)})") from None
 
+
+def _slabs(dataset: Any) -> Iterator[Union[slice, Tuple[()]]]:
+    """Selections of about :data:`SLAB_VALUES` values that together cover `dataset`:
+    runs of rows of its first axis (a scalar or empty one: all of it)."""
+    if not dataset.shape:
+        yield ()
+        return
+    row_values = max(1, (dataset.size or 0) // max(1, dataset.shape[0]))
+    step = max(1, SLAB_VALUES // row_values)
+    for start in range(0, dataset.shape[0], step):
+        yield slice(start, start + step)

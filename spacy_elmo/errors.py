@@ -33,3 +33,15 @@ class InputError(SpacyElmoError, ValueError):
 
 class DocDataError(SpacyElmoError, ValueError):
     """``doc._.elmo`` does not fit its Doc (changed tokens, altered bytes)."""
+
+
+class ConfigError(SpacyElmoError, ValueError):
+    """A pretraining config has an unknown section or key, or an invalid value."""
+
+
+class CheckpointError(SpacyElmoError):
+    """A checkpoint is missing, corrupt, or belongs to a different run."""
+
+
+class TrainingError(SpacyElmoError, RuntimeError):
+    """Training cannot go on (for example: the loss stayed non-finite)."""

@@ -8,10 +8,10 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Union
+from typing import Iterable, Iterator, Mapping, Optional, Union
 
 from .errors import SpacyElmoError
-from .stopping import raise_if_terminated
+from .sigterm import raise_if_terminated
 
 PathLike = Union[str, Path]
 
@@ -86,12 +86,34 @@ def check_output_file(path: PathLike, *, inputs: Iterable[PathLike] = (), what: 
     _check_can_create_in(path.parent, what=what, target=path)
 
 
-def check_output_dir(path: PathLike, *, what: str = "Output directory") -> None:
-    """Fail early when `path` cannot be (or become) a writable directory."""
+def check_output_dir(
+    path: PathLike, *, inputs: Optional[Mapping[str, PathLike]] = None, what: str = "Output directory"
+) -> None:
+    """Fail early when `path` cannot be (or become) a writable directory, or when it is,
+    lies inside or holds one of `inputs` (setting name: file or directory), whose next
+    reading would then take in the outputs."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise SpacyElmoError(f"{what} {path} is a file, not a directory (give a directory path)")
     _check_can_create_in(path, what=what, target=path)
+    for name, source in (inputs or {}).items():
+        relation = _relation(path.resolve(), Path(source).resolve())
+        if relation is not None:
+            raise SpacyElmoError(
+                f"{what} {path} {relation} {name} ({source}): its outputs would be read as {name} next time; "
+                f"choose an output directory apart from it"
+            )
+
+
+def _relation(directory: Path, other: Path) -> Optional[str]:
+    """How `directory` stands to `other` (both resolved): "is", "is inside", "holds", or None: apart."""
+    if directory == other:
+        return "is"
+    if other in directory.parents:
+        return "is inside"
+    if directory in other.parents:
+        return "holds"
+    return None
 
 
 def _check_can_create_in(directory: Path, *, what: str, target: Path) -> None:

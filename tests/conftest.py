@@ -1,15 +1,20 @@
-"""Shared test fixtures: the reference biLMs in ../shared and the real datasets."""
+"""Shared test fixtures: the committed reference biLMs (tests/fixtures) and the datasets in ../shared."""
 import os
 from pathlib import Path
 
 import pytest
 
 SHARED = Path(os.environ.get("SPACY_ELMO_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-REFERENCE = SHARED / "fixtures" / "elmo_reference"
+#: Committed with the tests (Apache-2.0, see its README): a missing file is a broken checkout.
+REFERENCE = Path(__file__).resolve().parent / "fixtures" / "elmo_reference"
 DATA = SHARED / "data"
+# Without a GPU, Triton's kernels run in its interpreter on CPU tensors (set before triton is imported).
+if not os.environ.get("CUDA_VISIBLE_DEVICES") and not Path("/dev/nvidia0").exists():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def _require(path: Path) -> Path:
+    """Datasets are optional (a user's clone has no ../shared): skip without them."""
     if not path.exists():
         pytest.skip(f"{path} is not available")
     return path
@@ -41,8 +46,10 @@ def run_cli(capsys, monkeypatch, *args):
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    """../shared/fixtures/elmo_reference (skips when absent)."""
-    return _require(REFERENCE)
+    """tests/fixtures/elmo_reference: fails, not skips, when absent."""
+    if not (REFERENCE / "allennlp" / "lm_weights.hdf5").exists():
+        pytest.fail(f"{REFERENCE} is missing: the reference fixtures are part of the repository")
+    return REFERENCE
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 biLM under AllenNLP's URL layout), verified, cached, and reused offline."""
 import contextlib
 import functools
+import json
 import shutil
 import socket
 import threading
@@ -245,14 +246,18 @@ def test_an_invalid_content_length_is_one_line(tmp_path: Path, length: str):
 
 
 @pytest.mark.parametrize("which,content,message", [
-    (0, b"[]", "is not a biLM options file"),
+    (0, b"[]", r"the options must be an object, got \[\]"),
     (1, b"\x89HDF\r\n\x1a\n" + b"garbage" * 100, "is a damaged HDF5 file"),
+    # Options are checked as the loader checks them: a 75 GiB biLM is refused before its weights are fetched.
+    (0, b'{"lstm": {"dim": 50000, "projection_dim": 50000, "n_layers": 2}, "char_cnn": {"activation": "relu", '
+        b'"filters": [[1, 4]], "n_highway": 1, "embedding": {"dim": 4}}}', "parameters, more than the 400,000,000"),
+    (0, b"[" * 200_000 + b"]" * 200_000, r"not valid JSON \(nested too deeply\)"),
 ])
 def test_files_that_only_look_right_are_not_cached(published_layout: Path, tmp_path: Path, which, content, message):
     (published_layout / SMALL.folder / SMALL.file_names()[which]).write_bytes(content)
     cache = tmp_path / "cache"
     with serving(published_layout) as url:
-        with pytest.raises(InputError, match=message):
+        with pytest.raises(SpacyElmoError, match=message):
             model_files("small", cache=cache, url=url)
     assert not (cache / SMALL.folder / SMALL.file_names()[which]).exists()
 
@@ -278,3 +283,137 @@ def test_a_redirect_loop_is_one_line(tmp_path: Path):
         with pytest.raises(InputError) as err:
             model_files("small", cache=tmp_path / "cache", url=url)
     assert "Could not download" in str(err.value) and "\n" not in str(err.value)
+
+
+def _drip_body(handler) -> None:
+    """Announces 1,000 bytes and sends one every 0.2 s (for 4 s at most)."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    _drip(handler)
+
+
+def _drip_headers(handler) -> None:
+    """A status line, then the headers a byte every 0.2 s (for 4 s at most)."""
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    _drip(handler)
+
+
+def _drip(handler) -> None:
+    for _ in range(20):
+        try:
+            handler.wfile.write(b"x")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("respond", [_drip_body, _drip_headers], ids=["body", "headers"])
+def test_the_deadline_bounds_the_whole_download_whatever_the_server_sends(tmp_path: Path, monkeypatch, respond):
+    """A byte now and then resets a socket timeout, but never the deadline."""
+    monkeypatch.setattr(download_module, "DEADLINE_S", 0.5)
+    with serving(tmp_path, _handler(respond)) as url:
+        started = time.monotonic()
+        with pytest.raises(InputError, match=r"took longer than 0.5 s \(\d+ bytes so far\); stopped"):
+            model_files("small", cache=tmp_path / "cache", url=url)
+        assert time.monotonic() - started < 2.5
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("url,hidden,shown", [
+    ("http://alice:s3c@ret99@host/x", ["alice", "s3c", "ret99"], "http://***@host/x"),
+    ("https://bob:pw@host:8443?user=x@y", ["bob", "pw"], "https://***@host:8443?user=***"),
+    ("https://host/elmo/w.hdf5?X-Amz-Signature=abc123&token=t0k", ["abc123", "t0k"],
+     "https://host/elmo/w.hdf5?X-Amz-Signature=***&token=***"),
+    ("https://host/w.hdf5?s3cret#access_token=t0k", ["s3cret", "t0k"], "https://host/w.hdf5?***#access_token=***"),
+    ("Could not download from http://u:p@h/a@b (refused)", ["u:p"], "from http://***@h/a@b (refused)"),
+])
+def test_redact_masks_the_user_info_and_every_query_value(url: str, hidden, shown: str):
+    from spacy_elmo.download import redact
+
+    assert shown in redact(url)
+    assert not any(secret in redact(url) for secret in hidden)
+
+
+def test_a_password_with_an_at_sign_never_appears(tmp_path: Path):
+    secret_url = closed_port_url().replace("http://", "http://alice:s3c@ret99@")
+    with pytest.raises(InputError) as err:
+        model_files("small", cache=tmp_path / "cache", url=secret_url)
+    assert "ret99" not in str(err.value) and "s3c" not in str(err.value) and "http://***@127.0.0.1:" in str(err.value)
+
+
+def _selected_values(dataset, selection) -> int:
+    """How many values `dataset[selection]` reads (a run of rows, or all)."""
+    if isinstance(selection, slice):
+        return len(range(*selection.indices(dataset.shape[0]))) * (dataset.size // dataset.shape[0])
+    return dataset.size or 0
+
+
+def _guard_reads(monkeypatch, allowed) -> list:
+    """Fail the test, before reading, when `dataset[selection]` would read more than
+    `allowed(dataset)` values; the sizes read, for the test to check."""
+    read, seen = h5py.Dataset.__getitem__, []
+
+    def guarded(dataset, selection):
+        values = _selected_values(dataset, selection)
+        assert values <= allowed(dataset), f"{dataset.name}: {values:,} values read at once"
+        seen.append(values)
+        return read(dataset, selection)
+
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", guarded)
+    return seen
+
+
+def test_a_downloaded_file_is_checked_a_slab_at_a_time(published_layout: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(download_module, "SLAB_VALUES", 256)
+    # At most 256 values at once, or one row where a row holds more.
+    seen = _guard_reads(monkeypatch, lambda dataset: max(256, dataset.size // dataset.shape[0]))
+    with serving(published_layout) as url:
+        model_files("small", cache=tmp_path / "cache", url=url)
+    with h5py.File(published_layout / SMALL.folder / SMALL.file_names()[1]) as handle:
+        assert sum(seen) == sum(handle[name].size for name in _dataset_names(handle))
+
+
+def _dataset_names(handle) -> list:
+    names: list = []
+    handle.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+    return names
+
+
+def test_weights_that_declare_more_than_a_bilm_are_refused_before_any_read(
+    published_layout: Path, tmp_path: Path, monkeypatch
+):
+    """A few KB of HDF5 can declare 75 GiB (gzip chunks never written): refused from
+    what the file declares, without reading a dataset."""
+    from .robustness.test_model_files import size_bomb, write_declared_only
+
+    served = published_layout / SMALL.folder
+    options = json.loads((served / SMALL.file_names()[0]).read_text())
+    write_declared_only(served / SMALL.file_names()[1], size_bomb(options))
+    assert (served / SMALL.file_names()[1]).stat().st_size < 100_000
+    _guard_reads(monkeypatch, lambda dataset: 0)
+    cache = tmp_path / "cache"
+    with serving(published_layout) as url:
+        with pytest.raises(InputError, match=r"declares 90,007,115,232 values in its datasets, more than the 400,000,"):
+            model_files("small", cache=cache, url=url)
+    assert not cache.exists()
+
+
+def test_the_deadline_stops_a_tls_handshake_that_never_ends(tmp_path: Path, monkeypatch):
+    """An https server that accepts and then says nothing: stopped at the deadline."""
+    monkeypatch.setattr(download_module, "DEADLINE_S", 0.5)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+        def accept_and_hold() -> None:
+            connection, _ = server.accept()
+            time.sleep(4)
+            connection.close()
+
+        threading.Thread(target=accept_and_hold, daemon=True).start()
+        started = time.monotonic()
+        with pytest.raises(InputError, match=r"took longer than 0.5 s \(0 bytes so far\)"):
+            model_files("small", cache=tmp_path / "cache", url=f"https://127.0.0.1:{server.getsockname()[1]}")
+        assert time.monotonic() - started < 2.5

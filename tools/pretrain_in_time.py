@@ -1,8 +1,8 @@
-"""Pretrain a biLM within a fixed time, e.g. a GPU lease: time a few steps, then one schedule that fits.
+"""Pretrain a biLM within a fixed time (a time-limited GPU job): time a few steps, then one schedule that fits.
 
 Usage:
     python tools/pretrain_in_time.py CONFIG OUTPUT_DIR --seconds 540 [--init-from english-compact]
-        [--precisions bf16,fp32] [--calibration-steps 40] [--peak 0.001] [--bring-back DIR]
+        [--precisions bf16,fp32] [--calibration-steps 40] [--peak 0.001]
         [--section.key value ...]
 
 First `--calibration-steps` steps at each precision (in a temporary directory beside OUTPUT_DIR,
@@ -10,15 +10,12 @@ removed after), then one run in OUTPUT_DIR at the faster one, whose schedule (wa
 the steps, constant, then an anneal over the last half to a tenth of `--peak`) is sized to the
 time left. At the deadline the run stops before its next step and its last checkpoint is exported
 again, so OUTPUT_DIR holds one consistent biLM; `python -m spacy_elmo pretrain OUTPUT_DIR/config.cfg
-OUTPUT_DIR --resume --init-from ...` ends the same schedule. With `--bring-back DIR`, the exported
-biLM (weights.hdf5, softmax.hdf5) goes to DIR in parts of at most 15 MB (a device's file-size
-limit; `cat weights.hdf5.part* > weights.hdf5` joins them), with the metrics and the plot.
+OUTPUT_DIR --resume --init-from ...` ends the same schedule.
 Needs only PyTorch and the package's pure-Python dependencies (no spaCy) when the text is
 pretokenized (tools/pretokenize_text.py; `--corpus.tokenizer whitespace --corpus.split_sentences false`).
 """
 import argparse
 import json
-import shutil
 import signal
 import statistics
 import sys
@@ -31,22 +28,20 @@ import torch
 
 from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.models.pytorch.options import BiLMOptions
-from spacy_elmo.output_files import atomic_output_path
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
-from spacy_elmo.pretraining.model import assemble_model
+from spacy_elmo.pretraining.assembly import assemble_model
 from spacy_elmo.pretraining.run import pretrain
 from spacy_elmo.pretraining.run_directory import RunDirectory
-from spacy_elmo.stopping import request_stop, stopping_on_sigterm
+from spacy_elmo.sigterm import request_stop, stopping_on_sigterm
 
-#: Seconds kept after the last step: final evaluation, export, bringing the files back.
+#: Seconds kept after the last step: final evaluation and export.
 FINISH_SECONDS = 45
 #: Held-out evaluations (and as many checkpoints) in the main run, and seconds guessed for each pair.
 N_EVALUATIONS, PAUSE_SECONDS = 10, 5
 #: A long run is slower than its first steps (on an H200, 292k tokens/s against 343k in
 #: calibration: the shuffle buffer's refills, the token cache's later passes).
 SPEED_KEPT = 0.8
-PART_BYTES = 15_000_000
 
 
 class PlanError(SpacyElmoError):
@@ -141,26 +136,6 @@ def export_last_checkpoint(run_dir: Path) -> None:
         directory.export(model, vocab)
 
 
-def bring_back(run_dir: Path, target: Path) -> List[str]:
-    """Copy the run's biLM in parts, its metrics and plot to `target`; returns the names written."""
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in ("weights.hdf5", "softmax.hdf5"):
-        for stale in target.glob(f"{name}.part*"):
-            stale.unlink()
-        with (run_dir / name).open("rb") as source:
-            for part, data in enumerate(iter(lambda: source.read(PART_BYTES), b"")):
-                with atomic_output_path(target / f"{name}.part{part:02d}") as tmp:
-                    tmp.write_bytes(data)
-                written.append(f"{name}.part{part:02d}")
-    for name in ("metrics.jsonl", "perplexity.png", "config.cfg"):
-        if (run_dir / name).exists():
-            with atomic_output_path(target / name) as tmp:
-                shutil.copyfile(run_dir / name, tmp)
-            written.append(name)
-    return written
-
-
 def run(
     config_path: Path, output_dir: Path, *, seconds: float, overrides: Dict[str, Any], init_from: Optional[str],
     precisions: List[str], calibration_steps: int, peak: float, started: float,
@@ -206,7 +181,6 @@ def main() -> None:
     parser.add_argument("--precisions", default="bf16,fp32", help="precisions to time, comma-separated")
     parser.add_argument("--calibration-steps", type=int, default=40, help="steps timed per precision (at least 20)")
     parser.add_argument("--peak", type=float, default=0.001, help="peak learning rate")
-    parser.add_argument("--bring-back", type=Path, default=None, help="copy the biLM here, in parts")
     args, rest = parser.parse_known_args()
     try:
         result = run(
@@ -215,8 +189,6 @@ def main() -> None:
             peak=args.peak, started=started,
         )
         print(json.dumps(result), flush=True)
-        if args.bring_back is not None and (args.output_dir / "softmax.hdf5").exists():
-            print(f"Brought back: {', '.join(bring_back(args.output_dir, args.bring_back))}", flush=True)
     except SpacyElmoError as err:
         sys.exit(f"✘ {err}")
 

@@ -5,7 +5,7 @@ import sys
 import typer
 
 from ..errors import SpacyElmoError
-from ..stopping import stopping_on_sigterm
+from ..sigterm import stopping_on_sigterm
 # Each command module registers its command on `app`, in the order --help lists them.
 from . import embed, inspect, init_config, perplexity, pretrain  # noqa: F401,I001
 from .app import app

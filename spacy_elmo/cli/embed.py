@@ -16,19 +16,25 @@ import typer
 
 from .app import app
 from .device import select_device
-from ..errors import InputError, SpacyElmoError
+from ..errors import InputError
 from ..models.pytorch.embedder import ElmoEmbedder
+from ..models.pytorch.options import BiLMOptions
 from ..models.pytorch.original_format import load_bilm, resolve_paths
-from ..named_models import locate_model
+from ..named_models import default_model, locate_model, model_files
 from ..output_files import (
     HDF5_OVERHEAD_BYTES, atomic_output_path, check_output_file, check_space, remove_stale_temp_files,
 )
-from ..stopping import raise_if_terminated
+from ..sigterm import raise_if_terminated
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 # Below this many lines a run takes seconds, and a progress bar is only noise.
 PROGRESS_MIN_LINES = 500
 MAX_LINES_NAMED = 10
+#: `--max-length auto` keeps a line whole while its encoding fits in this much memory.
+LINE_MEMORY_BYTES = 2**30
+#: Per token, beside the floats `bytes_per_token` counts: character ids, index
+#: tensors, the recurrence's per-step tensors (measured: 6 to 8 KB).
+TOKEN_OVERHEAD_BYTES = 16 * 1024
 
 
 @app.command("embed")
@@ -39,17 +45,17 @@ def embed_command(
     output_path: Path = typer.Argument(
         ..., metavar="OUTPUT", help="HDF5 file to write (its directory is created)."
     ),
-    weights: Path = typer.Option(
-        ..., "--weights", "-w",
-        help="The biLM: a weights .hdf5 file, a directory with options.json and weights.hdf5, or a model name (english-compact, small, medium, original, original-5.5b).",
+    weights: Optional[Path] = typer.Option(
+        None, "--weights", "-w",
+        help="The biLM: a weights .hdf5 file, a directory with options.json and weights.hdf5, or a model name (english-compact, small, medium, original, original-5.5b). Default: english-compact, shipped in the package.",
     ),
     options: Optional[Path] = typer.Option(
         None, "--options", help="options.json, if it is not beside the weights."
     ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Sentences per forward pass."),
-    max_length: int = typer.Option(
-        256, "--max-length", min=1,
-        help="Encode a line longer than this many tokens in spans of at most this many (each from a zero state, as the spaCy component does), so memory stays bounded.",
+    max_length: str = typer.Option(
+        "auto", "--max-length", metavar="auto|N",
+        help="Encode a line longer than this many tokens in spans of at most this many, each from a zero state (their vectors differ from an uncut run's). auto: as many as one line's encoding holds in 1 GiB of memory.",
     ),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device index; -1 runs on the CPU."),
     precision: str = typer.Option(
@@ -68,15 +74,18 @@ def embed_command(
     """
     if top and average:
         raise typer.BadParameter("give at most one of --top and --average", param_hint="--top/--average")
+    if options is not None and weights is None:
+        raise typer.BadParameter("give --weights with --options", param_hint="--options")
+    fixed_length = _parse_max_length(max_length)
     _check_input(input_path)
-    located, named_options = locate_model(weights)
-    weights_path, options_path = resolve_paths(located, options or named_options)
+    weights_path, options_path, model_label = _locate(weights, options)
     check_output_file(output_path, inputs=(input_path, weights_path, options_path))
     remove_stale_temp_files(output_path.parent, [output_path.name])
     device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
     bilm = load_bilm(weights_path, options_path)
-    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=max_length)
+    line_tokens = fixed_length or max_tokens_per_line(bilm.options, LINE_MEMORY_BYTES)
+    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=line_tokens)
     if empty_lines:
         dim = bilm.options.output_dim
         shape = (0, dim) if top or average else (bilm.options.n_output_layers, 0, dim)
@@ -89,14 +98,39 @@ def embed_command(
     layers_written = 1 if top or average else bilm.options.n_output_layers
     check_space(output_path, _expected_size(input_path, n_lines, n_tokens * layers_written * bilm.options.output_dim))
     start = time.perf_counter()
-    write_embeddings(input_path, output_path, embedder, n_lines=n_lines, top=top, average=average)
+    cut_lines = write_embeddings(input_path, output_path, embedder, n_lines=n_lines, top=top, average=average)
     seconds = time.perf_counter() - start
-    # One unwrapped line (wasabi would wrap it at 80 columns), easy to grep from logs.
+    # Unwrapped lines (wasabi would wrap them at 80 columns), easy to grep from logs.
     typer.secho(
         f"Wrote {output_path}: {n_lines} sentences, {n_tokens} tokens in {seconds:.2f} s "
-        f"({n_tokens / max(seconds, 1e-9):,.0f} tokens/s)",
+        f"({n_tokens / max(seconds, 1e-9):,.0f} tokens/s), model {model_label}",
         fg=typer.colors.GREEN,
     )
+    if cut_lines:
+        setting = fixed_length or f"auto: {LINE_MEMORY_BYTES / 2**30:g} GiB of memory per line"
+        typer.secho(f"⚠ {_describe_cut(cut_lines, line_tokens, f'--max-length {setting}')}", fg=typer.colors.YELLOW)
+
+
+def bytes_per_token(options: BiLMOptions) -> int:
+    """The most memory one token of a line takes while the biLM encodes the line.
+
+    The peak is the character CNN's largest filter bank over every window of a
+    token of 50 characters; after it come the output layers (the layers, their
+    stack) and the LSTM's outputs, all float32, plus a fixed overhead. Measured
+    peaks on distinct 48-byte tokens: 218 KB (`small`; this gives 228 KB), 124 KB
+    (english-compact; 137 KB), 23 KB (the test fixture; 34 KB).
+    """
+    chars = options.max_characters_per_token
+    cnn = chars * options.char_embedding_dim + max(
+        (chars - width + 1) * (count + width * options.char_embedding_dim) for width, count in options.filters
+    )
+    outputs = (2 * options.n_output_layers + options.n_layers) * options.output_dim
+    return 4 * (cnn + outputs) + TOKEN_OVERHEAD_BYTES
+
+
+def max_tokens_per_line(options: BiLMOptions, memory_bytes: int) -> int:
+    """The longest line whose encoding fits in `memory_bytes` (`--max-length auto`)."""
+    return max(1, memory_bytes // bytes_per_token(options))
 
 
 def write_embeddings(
@@ -107,8 +141,9 @@ def write_embeddings(
     n_lines: int,
     top: bool = False,
     average: bool = False,
-) -> None:
-    """Stream INPUT through `embedder` into a new HDF5 file, one dataset per line.
+) -> List[int]:
+    """Stream INPUT through `embedder` into a new HDF5 file, one dataset per line;
+    return the (1-based) numbers of the lines cut into spans of ``embedder.max_length``.
 
     The file is written under a temporary name and renamed only when complete;
     before each dataset the space for it and the rest of the file is checked, so a
@@ -121,6 +156,7 @@ def write_embeddings(
     texts, for_tokens = itertools.tee(text for _, text in _read_lines(input_path))
     layers_per_line = embedder.embed(text.split() for text in for_tokens)
     sentence_to_index: Dict[str, str] = {}
+    cut_lines: List[int] = []
     interactive = sys.stderr.isatty()
     progress = tqdm(
         total=n_lines, unit="sent", file=sys.stderr, disable=n_lines < PROGRESS_MIN_LINES,
@@ -130,6 +166,8 @@ def write_embeddings(
     closing_bytes = input_path.stat().st_size + n_lines * _DATASET_BYTES + HDF5_OVERHEAD_BYTES
     with progress, atomic_output_path(output_path) as tmp, h5py.File(tmp, "w") as handle:
         for index, (text, layers) in enumerate(zip(texts, layers_per_line)):
+            if layers.shape[1] > embedder.max_length:  # (n_layers, n_tokens, dim)
+                cut_lines.append(index + 1)
             if top:
                 layers = layers[-1]
             elif average:
@@ -142,6 +180,7 @@ def write_embeddings(
             progress.update()
         mapping = handle.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.special_dtype(vlen=str))
         mapping[0] = json.dumps(sentence_to_index)
+    return cut_lines
 
 
 #: An HDF5 dataset's header and its entry in the file's index, about 400 bytes.
@@ -188,6 +227,35 @@ def _scan(path: Path) -> Tuple[int, int, List[int]]:
     return n_lines, n_tokens, empty_lines
 
 
+def _parse_max_length(value: str) -> Optional[int]:
+    """`--max-length`: a positive number of tokens, or None for "auto"."""
+    if value == "auto":
+        return None
+    try:
+        tokens = int(value)
+    except ValueError:
+        tokens = 0
+    if tokens < 1:
+        raise typer.BadParameter(
+            f"{value!r} is neither 'auto' nor a positive number of tokens", param_hint="--max-length"
+        )
+    return tokens
+
+
+def _locate(weights: Optional[Path], options: Optional[Path]) -> Tuple[Path, Path, str]:
+    """(weights file, options.json, the model as the summary names it); without
+    `weights`, the English biLM shipped in the package, as the component takes."""
+    if weights is None:
+        name = default_model("en")
+        named_options, located = model_files(name)
+        label = f"{name} (the default; --weights picks another)"
+    else:
+        located, named_options = locate_model(weights)
+        label = str(weights)
+    weights_path, options_path = resolve_paths(located, options or named_options)
+    return weights_path, options_path, label
+
+
 def _check_input(path: Path) -> None:
     if not path.exists():
         raise InputError(f"Input file not found: {path}")
@@ -195,9 +263,22 @@ def _check_input(path: Path) -> None:
         raise InputError(f"Input path is not a file: {path}")
 
 
-def _describe_lines(numbers: List[int]) -> str:
+def _describe_cut(numbers: List[int], max_length: int, how: str) -> str:
+    """E.g. "2 lines longer than 300 tokens (lines 4, 9) were cut into spans of 300
+    (--max-length 300); their vectors differ from an uncut run's"."""
+    one = len(numbers) == 1
+    return (
+        f"{len(numbers)} {'line' if one else 'lines'} longer than {max_length:,} tokens ({_name_lines(numbers)}) "
+        f"{'was' if one else 'were'} cut into spans of {max_length:,} ({how}); "
+        f"{'its' if one else 'their'} vectors differ from an uncut run's"
+    )
+
+
+def _name_lines(numbers: List[int]) -> str:
     named = ", ".join(str(n) for n in numbers[:MAX_LINES_NAMED])
     more = f" and {len(numbers) - MAX_LINES_NAMED} more" if len(numbers) > MAX_LINES_NAMED else ""
-    noun = "line" if len(numbers) == 1 else "lines"
-    verb = "is" if len(numbers) == 1 else "are"
-    return f"{noun} {named}{more} {verb}"
+    return f"{'line' if len(numbers) == 1 else 'lines'} {named}{more}"
+
+
+def _describe_lines(numbers: List[int]) -> str:
+    return f"{_name_lines(numbers)} {'is' if len(numbers) == 1 else 'are'}"

@@ -52,7 +52,7 @@ def inspect_command(
 def layer_mixes(nlp) -> List[LayerMix]:
     """The trained scalar mixes in ``nlp``, by component (``name#k`` when a
     component has several)."""
-    from ..models.scalar_mix import find_mixes, mix_parameters
+    from ..models.scalar_mix_layer import find_mixes, mix_parameters
 
     found = []
     for name, component in nlp.components:

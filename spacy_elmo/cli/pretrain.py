@@ -38,7 +38,7 @@ def pretrain_cli(
 
     Multi-GPU: torchrun --nproc_per_node=K -m spacy_elmo pretrain CONFIG OUTPUT_DIR
     """
-    from ..heap import keep_freed_memory
+    from ..malloc_settings import keep_freed_memory
     from ..pretraining.config import load_config
     from ..pretraining.run import pretrain
 

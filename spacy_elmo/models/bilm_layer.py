@@ -12,7 +12,6 @@ encoded through the shim, which runs without autograd in prediction and keeps
 each batch's graph for the backward pass in training.
 """
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from spacy.tokens import Doc
@@ -25,12 +24,13 @@ from .gradients import no_gradient
 from .pytorch.batching import length_sorted_batches
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.char_ids import batch_to_char_ids
-from .pytorch.int8_linear import check_precision
+from .pytorch.lstm.int8_products import check_precision
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .pytorch.token_vector_cache import TokenVectorCache
 from .span_cache import SpanCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
+WEIGHTS_LOADER_ATTR = "weights_loader"
 SPAN_CACHE_ATTR = "span_cache"
 TOKEN_CACHE_ATTR = "token_cache"
 PRECISION_ATTR = "precision"
@@ -62,9 +62,9 @@ def build_bilm_layer_v1(
         ("fixture", "compact", "small", "medium", "original"). Null (the default): the size
         comes from the weights loaded at initialize.
     weights_loader (Optional[Callable]): load the weights when the model is
-        initialized. The elmo component takes its loader from
-        ``[initialize.components.<name>.weights_loader]`` instead; this one is for
-        a biLM inside another component (``spacy-elmo.Tok2VecElmo.v1``).
+        initialized: for a biLM inside another component
+        (``spacy-elmo.Tok2VecElmo.v1``), and for the elmo component when
+        ``[initialize.components.<name>.weights_loader]`` gives none.
     batch_size (int): the most spans in one forward pass.
     max_batch_tokens (int): the most (padded) tokens in one forward pass.
 
@@ -77,9 +77,10 @@ def build_bilm_layer_v1(
     model: BiLMModelT = Model(
         "elmo_bilm",
         bilm_layer_forward,
-        init=partial(init_bilm_layer, weights_loader=weights_loader),
+        init=init_bilm_layer,
         dims={"nL": None, "nO": None},
         attrs={
+            WEIGHTS_LOADER_ATTR: weights_loader,
             "get_spans": get_spans,
             "batch_size": batch_size,
             "max_batch_tokens": max_batch_tokens,
@@ -132,12 +133,16 @@ def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     set_bilm(model, bilm.eval())
 
 
-def init_bilm_layer(
-    model: BiLMModelT, X: Any = None, Y: Any = None, *, weights_loader: Optional[WeightsLoaderT]
-) -> None:
-    """Load the weights unless the biLM already has some (re-initializing a
-    trained pipeline keeps its biLM)."""
+def get_weights_loader(model: BiLMModelT) -> Optional[WeightsLoaderT]:
+    """The loader given in the layer's own config (``weights_loader``), or None."""
+    return model.attrs.get(WEIGHTS_LOADER_ATTR)
+
+
+def init_bilm_layer(model: BiLMModelT, X: Any = None, Y: Any = None) -> None:
+    """Load the weights with the layer's own loader unless the biLM already has
+    some (re-initializing a trained pipeline keeps its biLM)."""
     if get_bilm(model) is None:
+        weights_loader = get_weights_loader(model)
         if weights_loader is None:
             raise WeightsError(NO_WEIGHTS)
         load_weights(model, weights_loader)
@@ -158,7 +163,6 @@ def bilm_layer_forward(
     bilm = get_bilm(model)
     if bilm is None:
         raise WeightsError(NO_WEIGHTS)
-    bilm.precision = model.attrs.get(PRECISION_ATTR, "fp32")
     ops = model.ops
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
@@ -174,7 +178,9 @@ def bilm_layer_forward(
     words = [span.words for span in pending]
     shim = model.shims[0]
     token_cache = None if is_train else model.attrs.get(TOKEN_CACHE_ATTR)
-    bilm_kwargs = {} if token_cache is None else {"token_cache": token_cache}
+    bilm_kwargs: Dict[str, Any] = {"precision": model.attrs.get(PRECISION_ATTR, "fp32")}
+    if token_cache is not None:
+        bilm_kwargs["token_cache"] = token_cache
     groups = length_sorted_batches(
         words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )

@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, List
 
 from spacy.tokens import Doc, Span
 
+from ..errors import SettingsError
 from .types import SpanGetterT
 
 
@@ -54,4 +55,4 @@ def _cut(span: Span, max_length: int) -> Iterator[Span]:
 
 def _check_max_length(max_length: int) -> None:
     if max_length < 1:
-        raise ValueError(f"max_length must be a positive number of tokens, got {max_length}")
+        raise SettingsError(f"get_spans.max_length must be a positive number of tokens, got {max_length}")

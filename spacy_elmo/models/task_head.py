@@ -12,7 +12,7 @@ from thinc.api import Maxout, Model, with_array
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import SettingsError
-from .scalar_mix import set_mix_dims
+from .scalar_mix_layer import set_mix_dims
 from .types import TaskHeadInT, TaskHeadModelT, ScalarMixModelT, Tok2VecModelT
 
 

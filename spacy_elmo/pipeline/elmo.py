@@ -16,8 +16,10 @@ ELMo's vectors then; ELMo listeners read ``doc._.elmo``, not the tensor.
 from contextlib import contextmanager
 from functools import partial
 from itertools import islice
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
+import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
@@ -28,7 +30,9 @@ from thinc.types import Floats3d
 
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
-from ..models.bilm_layer import get_bilm, load_weights, set_precision, set_span_cache, set_token_cache
+from ..models.bilm_layer import (
+    get_bilm, get_weights_loader, load_weights, set_precision, set_span_cache, set_token_cache,
+)
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
@@ -288,12 +292,14 @@ class ElmoComponent(TrainablePipe):
     ) -> None:
         """Load the biLM (``weights_loader``, e.g. ``spacy-elmo.elmo_weights.v1``)
         and size the listeners for it. Without a loader the biLM keeps the
-        weights it has (a trained pipeline), or gets the biLM that spacy-elmo
-        ships for the pipeline's language (a clear error for other languages)."""
+        weights it has (a trained pipeline), or is loaded by the loader in its
+        model config (``[components.elmo.model.weights_loader]``), or gets the
+        biLM that spacy-elmo ships for the pipeline's language (a clear error
+        for other languages)."""
         examples = list(islice(get_examples(), 10))  # may be empty: only weights are needed
         validate_examples(examples, "ElmoComponent.initialize")
         if weights_loader is None and get_bilm(self.model) is None:
-            weights_loader = build_elmo_weights_loader_v1(lang=self.vocab.lang)
+            weights_loader = get_weights_loader(self.model) or build_elmo_weights_loader_v1(lang=self.vocab.lang)
         if weights_loader is not None:
             load_weights(self.model, weights_loader)
         self.model.initialize(X=[eg.predicted for eg in examples] or None)
@@ -303,13 +309,15 @@ class ElmoComponent(TrainablePipe):
     # Serialization ---------------------------------------------------------------------
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
-        with _damaged_as_one_line("The serialized ELMo component"):
+        saved_model = partial(_model_bytes, bytes_data)
+        with _load_errors_as_one_line("The serialized ELMo component", self.model, saved_model):
             super().from_bytes(bytes_data, exclude=exclude)
         self._apply_prediction_settings()
         return self
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
-        with _damaged_as_one_line(f"The ELMo component in {path}"):
+        saved_model = (Path(path) / "model").read_bytes
+        with _load_errors_as_one_line(f"The ELMo component in {path}", self.model, saved_model):
             super().from_disk(path, exclude=exclude)
         self._apply_prediction_settings()
         return self
@@ -319,14 +327,49 @@ class ElmoComponent(TrainablePipe):
 
 
 @contextmanager
-def _damaged_as_one_line(what: str) -> Iterator[None]:
-    """msgpack's and Thinc's errors on cut or altered bytes, as one line naming `what`."""
+def _load_errors_as_one_line(what: str, model: BiLMModelT, saved_model: Callable[[], bytes]) -> Iterator[None]:
+    """msgpack's and Thinc's errors on cut or altered bytes, or on a saved biLM of
+    another size than `model`'s, as one line naming `what`.
+
+    saved_model: reads the saved model's bytes, only when loading failed.
+    """
+    sizes = _sizes(model.maybe_get_dim("nL"), model.maybe_get_dim("nO"))
     try:
         yield
     except SpacyElmoError:
         raise
     except (ValueError, KeyError, TypeError) as err:
+        saved_sizes = _saved_sizes(saved_model)
+        if sizes is not None and saved_sizes is not None and saved_sizes != sizes:
+            raise WeightsError(
+                f"{what} has a biLM of another size: the saved elmo component has {saved_sizes}, the "
+                f"component it is loaded into has {sizes} (load a saved pipeline with spacy.load, which "
+                "builds each component from its own config)"
+            ) from None
         raise WeightsError(f"{what} is damaged or incomplete ({one_line(err, 200)})") from None
+
+
+def _model_bytes(component_bytes: bytes) -> bytes:
+    """The model's bytes inside a component's bytes (``TrainablePipe.to_bytes``)."""
+    return srsly.msgpack_loads(component_bytes)["model"]
+
+
+def _sizes(n_layers: Optional[int], width: Optional[int]) -> Optional[str]:
+    """The biLM's sizes as the user set them in options.json, from the layer's dims
+    nL (LSTM layers + 1) and nO (2 x projection_dim); None before it has a biLM."""
+    if n_layers is None or width is None:
+        return None
+    return f"projection_dim {width // 2} and {n_layers - 1} LSTM layers"
+
+
+def _saved_sizes(saved_model: Callable[[], bytes]) -> Optional[str]:
+    """The sizes of the biLM in a saved model's bytes (its first node is the biLM
+    layer, as ``Model.walk`` lists it), or None where they cannot be read."""
+    try:
+        dims = srsly.msgpack_loads(saved_model())["nodes"][0]["dims"]
+        return _sizes(int(dims["nL"]), int(dims["nO"]))
+    except Exception:  # damaged bytes: the caller reports them as such
+        return None
 
 
 Language.factory(

@@ -5,19 +5,18 @@ Before a run continues from one, the checks here say whether it can.
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from confection import Config
 
-from ..errors import InputError, one_line
+from ..errors import CheckpointError, ConfigError, one_line
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
-from .corpus import BatchStream, resolve_corpus_files
-from .errors import CheckpointError, ConfigError
+from .corpus import BatchStream
 from .progress import Progress
 from .run_directory import RunDirectory
-from .token_cache import file_identity
+from .tokenized_files import file_identity
 from .trainer import Trainer
 from .vocab import Vocabulary
 
@@ -68,10 +67,15 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     return state
 
 
-def run_origin(init_from: Optional[str], corpus_files: Sequence[Path]) -> Dict[str, Any]:
+def run_origin(
+    init_from: Optional[str], train_files: Sequence[Path], dev_files: Sequence[Path] = ()
+) -> Dict[str, Any]:
     """What a run started from besides its config: ``--init-from`` (as given) and its
-    corpus files (training and held-out) as they are now (:func:`file_identity`)."""
-    return {"init_from": init_from, "corpus_files": [file_identity(path) for path in corpus_files]}
+    corpus files, training then held-out, as they are now (:func:`file_identity`)."""
+    return {
+        "init_from": init_from, "corpus_files": [file_identity(path) for path in [*train_files, *dev_files]],
+        "n_train_files": len(train_files),
+    }
 
 
 def save_training_state(
@@ -141,12 +145,13 @@ def restore_training_state(
 
 
 def check_resumable(
-    checkpoint: Dict[str, Any], directory: RunDirectory, *, config: PretrainConfig, train_files: List[Path],
+    checkpoint: Dict[str, Any], directory: RunDirectory, *, config: PretrainConfig, origin: Dict[str, Any],
     world_size: int,
 ) -> None:
     """Raise unless the run in `directory`, whose `checkpoint` this is, can go on under
-    `config`: the same model, softmax and vocabulary settings, the same training corpus
-    (its read position is saved) and as many processes."""
+    `config` and `origin` (:func:`run_origin`): the same model, softmax and vocabulary
+    settings, the same training files, unchanged (its read position is saved), and as
+    many processes."""
     saved, current = saved_sections(checkpoint), config.model_sections()
     if saved != current:
         changed = sorted(name for name, value in current.items() if (saved or {}).get(name) != value)
@@ -154,11 +159,12 @@ def check_resumable(
             f"--resume: the config's [{'], ['.join(changed)}] differ from the run in "
             f"{directory.path}; resume with the same model, vocab and softmax settings"
         )
-    trained_on = str(Config().from_str(checkpoint["config"])["corpus"]["train"])
-    if not _same_files(trained_on, config.corpus.train, train_files):
+    changes = changed_files(*_training_files(checkpoint.get("origin"), origin))
+    if changes:
         raise ConfigError(
-            f"--resume: corpus.train is {config.corpus.train}, but the run in {directory.path} was trained on "
-            f"{trained_on}; resume with the same corpus (its read position is saved), or start a new run elsewhere"
+            f"--resume: the training files (corpus.train = {config.corpus.train}) are not those the run in "
+            f"{directory.path} was trained on, compared by path, size and modification time: {changes}; resume "
+            f"with the files as they were (the run's read position is saved), or start a new run elsewhere"
         )
     if len(checkpoint["processes"]) != world_size:
         raise CheckpointError(
@@ -167,14 +173,41 @@ def check_resumable(
         )
 
 
-def _same_files(saved: str, now: str, files: List[Path]) -> bool:
-    """Whether the corpus setting `saved` names the `files` that `now` names."""
-    if saved == now:
-        return True
+def _training_files(saved: Any, now: Dict[str, Any]) -> Tuple[List[List], List[List]]:
+    """The training files of the `saved` origin and of `now` (:func:`run_origin`).
+
+    An origin saved before ``n_train_files`` does not tell them from the held-out files
+    after them: then both lists hold all corpus files. One saved before ``corpus_files``
+    lists none: then neither does (nothing to compare).
+    """
+    saved = saved if isinstance(saved, dict) else {}
+    if "corpus_files" not in saved:
+        return [], []
+    before, after = saved["corpus_files"], now["corpus_files"]
+    if "n_train_files" not in saved:
+        return before, after
+    return before[: saved["n_train_files"]], after[: now["n_train_files"]]
+
+
+def changed_files(before: List[List], after: List[List], *, shown: int = 3) -> str:
+    """What differs between two lists of :func:`file_identity` (empty: nothing), such as
+    "data/b.txt deleted, data/c.txt new"; at most `shown` files are named."""
+    old = {path: rest for path, *rest in before}
+    new = {path: rest for path, *rest in after}
+    changes = [f"{_relative(path)} deleted" for path in old if path not in new]
+    changes += [f"{_relative(path)} new" for path in new if path not in old]
+    changes += [f"{_relative(path)} changed" for path in new if path in old and old[path] != new[path]]
+    if len(changes) > shown:
+        changes[shown:] = [f"and {len(changes) - shown} more"]
+    return ", ".join(changes)
+
+
+def _relative(path: str) -> str:
+    """`path` (resolved) relative to the working directory when it lies inside it."""
     try:
-        return [p.resolve() for p in resolve_corpus_files(saved, setting="corpus.train")] == [p.resolve() for p in files]
-    except InputError:
-        return False
+        return str(Path(path).relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
 
 
 def check_vocabulary(checkpoint: Dict[str, Any], directory: RunDirectory, vocab: Vocabulary) -> None:

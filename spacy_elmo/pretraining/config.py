@@ -9,17 +9,21 @@ from typing import Any, Dict, List, Optional, Union
 from confection import Config, ConfigValidationError
 
 from ..models.pytorch.options import NAMED_SIZES, BiLMOptions
-from ..models.pytorch.original_format import expected_shapes
-from ..errors import OptionsError, one_line
+from ..models.pytorch.original_format import MAX_PARAMETERS, expected_shapes
+from ..errors import ConfigError, OptionsError, one_line
 from .corpus import FORMATS
 from .default_config import default_config_text
-from .errors import ConfigError
-from .precision import PRECISIONS
+from .precision import TRAINING_PRECISIONS
 
 MODEL_KEYS = (
     "lstm_dim", "projection_dim", "n_layers", "n_highway", "char_embedding_dim", "filters",
     "cell_clip", "proj_clip", "use_skip_connections",
 )
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -149,17 +153,92 @@ _CHOICES = {
     ("corpus", "format"): ("auto", *FORMATS),
     ("softmax", "kind"): ("auto", "full", "sampled"),
     ("optimizer", "name"): ("adagrad", "adam"),
-    ("training", "precision"): PRECISIONS,
+    ("training", "precision"): TRAINING_PRECISIONS,
     ("model", "size"): tuple(NAMED_SIZES),
 }
-_POSITIVE = {
-    ("corpus", "max_window"), ("corpus", "shuffle_buffer"), ("corpus", "max_dev_sentences"),
-    ("vocab", "size"), ("softmax", "n_negative_samples"), ("optimizer", "learn_rate"),
-    ("training", "tokens_per_step"), ("training", "max_steps"), ("training", "max_epochs"),
-    ("training", "sort_window"), ("training", "log_every"), ("training", "eval_every"),
-    ("training", "checkpoint_every"), ("training", "max_nonfinite_steps"),
-    ("training", "eval_tokens_per_batch"), ("training", "gradient_scale"), ("model", "lstm_dim"), ("model", "projection_dim"),
-    ("model", "n_layers"), ("model", "char_embedding_dim"),
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number setting may take: from `low` to `high`, each included unless open.
+
+    :param why: why there is an upper bound, said when a value is above it.
+    """
+
+    low: float
+    high: float = math.inf
+    low_open: bool = False
+    high_open: bool = False
+    why: str = ""
+
+    def __contains__(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def __str__(self) -> str:
+        if self.high == math.inf:
+            return "positive" if (self.low, self.low_open) == (0, True) else f">= {self.low:g}"
+        if not (self.low_open or self.high_open) and float(self.high).is_integer() and self.high > 1:
+            return f"from {self.low:,} to {self.high:,}"
+        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+
+
+POSITIVE = Range(0, low_open=True)
+AT_LEAST_ZERO = Range(0)
+BELOW_ONE = Range(0, 1, high_open=True)
+#: Tokens of one step (all processes), and of one held-out batch: far above any GPU's memory is a typo.
+MAX_TOKENS_PER_BATCH = 2**20
+#: Tokens drawn and sorted at once (``sort_window`` steps' worth); a checkpoint holds up to two draws.
+MAX_TOKENS_PER_DRAW = 2**23
+#: Sentences of the shuffle buffer (held in memory and in each checkpoint); the default is 20,000.
+MAX_SHUFFLE_BUFFER = 2**20
+#: A count must fit the 64-bit integers of torch and NumPy.
+MAX_INTEGER = 2**63 - 1
+#: The largest finite 32-bit float: the biLM and its optimizer compute in 32 bits (or fewer).
+MAX_FLOAT = 3.4028234663852886e38
+#: Adagrad trains at 0.2, Adam at 0.001. Adam's first step is learn_rate / (1 - beta1), at most
+#: 1e6 / 1.1e-16 here: a float32 (torch raises an overflow error above one).
+MAX_LEARN_RATE = 1e6
+#: Every number setting's range (besides [model]'s, which the biLM options check).
+_RANGES = {
+    ("system", "seed"): Range(0, 2**32 - 1),
+    ("corpus", "max_window"): POSITIVE,
+    ("corpus", "shuffle_buffer"): Range(
+        1, MAX_SHUFFLE_BUFFER, why="the sentences are held in memory and in each checkpoint"
+    ),
+    ("corpus", "max_dev_sentences"): POSITIVE,
+    ("vocab", "size"): POSITIVE,
+    ("softmax", "n_negative_samples"): POSITIVE,
+    ("optimizer", "learn_rate"): Range(
+        0, MAX_LEARN_RATE, low_open=True, why="higher rates never train, and Adam's first step would overflow"
+    ),
+    ("optimizer", "initial_accumulator"): AT_LEAST_ZERO,
+    ("optimizer", "beta1"): BELOW_ONE,
+    ("optimizer", "beta2"): BELOW_ONE,
+    ("optimizer", "eps"): POSITIVE,
+    ("optimizer", "weight_decay"): AT_LEAST_ZERO,
+    ("optimizer", "warmup_steps"): AT_LEAST_ZERO,
+    ("optimizer", "anneal_steps"): AT_LEAST_ZERO,
+    ("optimizer", "anneal_to"): Range(0, 1),
+    ("training", "tokens_per_step"): Range(
+        1, MAX_TOKENS_PER_BATCH, why="the batches of a step are held in memory together"
+    ),
+    ("training", "max_steps"): POSITIVE,
+    ("training", "max_epochs"): POSITIVE,
+    ("training", "sort_window"): POSITIVE,
+    ("training", "dropout"): BELOW_ONE,
+    ("training", "gradient_scale"): POSITIVE,
+    ("training", "grad_clip"): AT_LEAST_ZERO,
+    ("training", "log_every"): POSITIVE,
+    ("training", "eval_every"): POSITIVE,
+    ("training", "checkpoint_every"): POSITIVE,
+    ("training", "max_nonfinite_steps"): POSITIVE,
+    ("training", "eval_tokens_per_batch"): Range(1, MAX_TOKENS_PER_BATCH, why="a held-out batch is held in memory"),
+    ("model", "lstm_dim"): POSITIVE,
+    ("model", "projection_dim"): POSITIVE,
+    ("model", "n_layers"): POSITIVE,
+    ("model", "char_embedding_dim"): POSITIVE,
 }
 
 
@@ -194,16 +273,14 @@ def parse_config(
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) [{'], ['.join(unknown)}]")
     sections = {name: _section(cls, config, name, source) for name, cls in _SECTIONS.items()}
-    system = config.get("system", {})
-    seed = system.get("seed", 0)
-    if set(system) - {"seed"} or not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"{source}: [system] takes one integer setting, seed")
-    result = PretrainConfig(seed=seed, config=config, **sections)
+    system = _section(SystemConfig, config, "system", source)
+    result = PretrainConfig(seed=system.seed, config=config, **sections)
     _check(result, source)
     return result
 
 
 def _section(cls: type, config: Config, name: str, source: str) -> Any:
+    """The section `name` of `config` as the dataclass `cls`, every setting checked: its type, choices and range."""
     values = dict(config.get(name) or {})
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
@@ -220,9 +297,24 @@ def _section(cls: type, config: Config, name: str, source: str) -> Any:
             raise ConfigError(
                 f"{source}: {name}.{key} must be one of {', '.join(map(repr, choices))}, got {values[key]!r}"
             )
-        if (name, key) in _POSITIVE and values[key] is not None and values[key] <= 0:
-            raise ConfigError(f"{source}: {name}.{key} must be positive, got {values[key]!r}")
+        if values[key] is not None:
+            _check_range(values[key], _RANGES.get((name, key)), f"{source}: {name}.{key}")
     return cls(**values)
+
+
+def _check_range(value: Any, allowed: Optional[Range], where: str) -> None:
+    """Raise unless the number `value` is in `allowed` (when given) and an integer fits in 64 bits."""
+    if allowed is not None and value not in allowed:
+        why = f" ({allowed.why})" if allowed.why and value > allowed.high else ""
+        raise ConfigError(f"{where} must be {allowed}{why}, got {_shown(value)}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+        raise ConfigError(f"{where} must be at most {MAX_INTEGER:,} (a 64-bit integer), got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """`value` for a message: its repr, cut short when long (a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:
@@ -239,6 +331,10 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not abs(value) <= MAX_FLOAT:  # also inf, -inf and nan
+                raise ConfigError(
+                    f"{where} must be a finite number (a 32-bit float, at most {MAX_FLOAT:.4g}), got {_shown(value)}"
+                )
             return float(value)
     elif hint is str:
         if isinstance(value, (str, Path)):
@@ -251,45 +347,29 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     expected = getattr(hint, "__name__", str(hint))
     if value is None:
         raise ConfigError(f"{where} must be set (a {expected})")
-    raise ConfigError(f"{where} must be a {expected}, got {value!r}")
-
-
-#: The published `original` biLM has 93.6M parameters; far above it is a typo (lstm_dim 1e9).
-MAX_PARAMETERS = 2_000_000_000
+    raise ConfigError(f"{where} must be a {expected}, got {_shown(value)}")
 
 
 def _check(config: PretrainConfig, source: str) -> None:
-    if not 0.0 <= config.training.dropout < 1.0:
-        raise ConfigError(f"{source}: training.dropout must be in [0, 1), got {config.training.dropout}")
-    if config.training.grad_clip < 0:
-        raise ConfigError(f"{source}: training.grad_clip must be >= 0, got {config.training.grad_clip}")
-    if config.training.max_steps is None and config.training.max_epochs is None:
+    """The checks of settings together (each setting's own range is checked as it is read)."""
+    training = config.training
+    if training.max_steps is None and training.max_epochs is None:
         raise ConfigError(f"{source}: set training.max_steps or training.max_epochs")
-    optimizer = config.optimizer
-    if optimizer.warmup_steps < 0 or optimizer.anneal_steps < 0:
+    drawn = training.sort_window * training.tokens_per_step
+    if drawn > MAX_TOKENS_PER_DRAW:
         raise ConfigError(
-            f"{source}: optimizer.warmup_steps and optimizer.anneal_steps must be 0 or more, "
-            f"got {optimizer.warmup_steps} and {optimizer.anneal_steps}"
+            f"{source}: training.sort_window × training.tokens_per_step is {drawn:,} tokens drawn at once, "
+            f"more than the {MAX_TOKENS_PER_DRAW:,} a run holds in memory and in each checkpoint; lower either"
         )
-    if not 0.0 <= optimizer.anneal_to <= 1.0:
-        raise ConfigError(f"{source}: optimizer.anneal_to must be in [0, 1], got {optimizer.anneal_to}")
-    for key, value, ok, rule in (
-        ("initial_accumulator", optimizer.initial_accumulator, optimizer.initial_accumulator >= 0, ">= 0"),
-        ("beta1", optimizer.beta1, 0.0 <= optimizer.beta1 < 1.0, "in [0, 1)"),
-        ("beta2", optimizer.beta2, 0.0 <= optimizer.beta2 < 1.0, "in [0, 1)"),
-        ("eps", optimizer.eps, optimizer.eps > 0, "> 0"),
-        ("weight_decay", optimizer.weight_decay, optimizer.weight_decay >= 0, ">= 0"),
-    ):
-        if not ok:
-            raise ConfigError(f"{source}: optimizer.{key} must be {rule}, got {value}")
     check_size(config.bilm_options(), source)
 
 
 def check_size(options: BiLMOptions, source: str) -> None:
-    """Refuse a biLM of more than :data:`MAX_PARAMETERS` parameters (a typo, such as lstm_dim 1e9)."""
+    """Refuse a biLM larger than spacy-elmo loads (:data:`~..models.pytorch.original_format.MAX_PARAMETERS`):
+    it could be trained but never used (and is a typo, such as lstm_dim 1e9)."""
     n_parameters = sum(math.prod(shape) for shape in expected_shapes(options).values())
     if n_parameters > MAX_PARAMETERS:
         raise ConfigError(
             f"{source}: [model] describes a biLM of {n_parameters:,} parameters, more than the "
-            f"{MAX_PARAMETERS:,} this trainer allows (check lstm_dim, projection_dim and filters)"
+            f"{MAX_PARAMETERS:,} spacy-elmo loads (check lstm_dim, projection_dim and filters)"
         )

@@ -6,6 +6,7 @@ larger than memory is read one record at a time.
 """
 import contextlib
 import glob
+import itertools
 import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -14,12 +15,15 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
-from ..errors import InputError
-from .errors import ConfigError
-from .token_cache import CachedRecord, Sentence, TokenCache
+from ..errors import ConfigError, InputError
+from ..models.pytorch.char_ids import MAX_BYTES_PER_TOKEN
+from .tokenized_files import CachedRecord, Sentence, TokenizedFiles
 
 FORMATS = ("text", "jsonl", "spacy")
 WHITESPACE_TOKENIZER = "whitespace"
+#: The character encoder reads a token's first MAX_BYTES_PER_TOKEN UTF-8 bytes, which lie
+#: within its first as many characters: a token cut there gives the biLM the same input.
+MAX_TOKEN_CHARS = MAX_BYTES_PER_TOKEN
 
 
 def resolve_corpus_files(spec: Union[str, Path], *, setting: str) -> List[Path]:
@@ -38,12 +42,26 @@ def resolve_corpus_files(spec: Union[str, Path], *, setting: str) -> List[Path]:
         if not files:
             raise InputError(f"{setting}: directory {path} holds no files")
         return files
-    if any(char in str(spec) for char in "*?["):
+    if _is_glob(str(spec)):
         files = sorted(Path(p) for p in glob.glob(str(spec), recursive=True) if Path(p).is_file())
         if not files:
             raise InputError(f"{setting}: no file matches {spec}")
         return files
     raise InputError(f"{setting}: corpus path not found: {path}")
+
+
+def corpus_root(spec: Union[str, Path]) -> Path:
+    """Where a corpus path reads: the file or directory it names, or a glob's directory
+    (its part before the first wildcard)."""
+    path = Path(spec)
+    if path.exists() or not _is_glob(str(spec)):
+        return path
+    fixed = list(itertools.takewhile(lambda part: not _is_glob(part), path.parts))
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _is_glob(text: str) -> bool:
+    return any(char in text for char in "*?[")
 
 
 def file_format(path: Path, configured: str) -> str:
@@ -144,14 +162,14 @@ class TextSplitter:
 
     @property
     def settings(self) -> str:
-        """What decides the sentences of a record (the token cache's key)."""
-        return json.dumps([self.tokenizer, self.sentencizer is not None, self.max_window])
+        """What decides the sentences of a record (the tokenized files's key)."""
+        return json.dumps([self.tokenizer, self.sentencizer is not None, self.max_window, MAX_TOKEN_CHARS])
 
     def __call__(self, record: Any) -> List[Sentence]:
         """:param record: a text string or a spaCy `Doc` (already tokenized)."""
         if isinstance(record, str):
             if self.whitespace:
-                tokens = record.split()
+                tokens = cut_long_tokens(record.split())
                 if self.sentencizer is None:
                     return self.windows(tokens)
                 from spacy.tokens import Doc
@@ -169,7 +187,7 @@ class TextSplitter:
             spans = [doc]
         sentences: List[Sentence] = []
         for span in spans:
-            sentences.extend(self.windows([t.text for t in span if not t.is_space]))
+            sentences.extend(self.windows(cut_long_tokens([t.text for t in span if not t.is_space])))
         return sentences
 
     def windows(self, tokens: Sentence) -> List[Sentence]:
@@ -182,6 +200,15 @@ class TextSplitter:
         n_windows = -(-n // self.max_window)
         bounds = [round(i * n / n_windows) for i in range(n_windows + 1)]
         return [tokens[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def cut_long_tokens(tokens: Sentence) -> Sentence:
+    """`tokens`, each cut to its first :data:`MAX_TOKEN_CHARS` characters (all the
+    character encoder reads). A 50 MB token is then 48 characters in the tokenized files,
+    the shuffle buffer and every checkpoint, not 50 MB in each."""
+    if not tokens or max(map(len, tokens)) <= MAX_TOKEN_CHARS:
+        return tokens
+    return [token[:MAX_TOKEN_CHARS] for token in tokens]
 
 
 @dataclass
@@ -217,7 +244,7 @@ class CorpusReader:
         world_size: int = 1,
         shard_files: bool = True,
         name: str = "corpus",
-        cache: Optional[TokenCache] = None,
+        cache: Optional[TokenizedFiles] = None,
     ) -> None:
         self.files = list(files)
         self.cache = cache
@@ -272,7 +299,7 @@ class CorpusReader:
 
     def _file_records(self, path: Path, start: int, line: int, record: int) -> Iterator[CachedRecord]:
         """Each record's sentences (none for another process's record) and the
-        position after it; from the token cache when `path` has one, else
+        position after it; from the tokenized files when `path` has one, else
         tokenized here (and cached, when this reader reads the whole file)."""
         cached = self.cache.records(path, start) if self.cache is not None else None
         if cached is not None:

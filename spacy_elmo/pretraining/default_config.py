@@ -1,7 +1,7 @@
 """The default pretraining config: every setting, with a comment on each (what
 `init-config` writes, and the values a config file leaves out)."""
 from ..models.pytorch.options import NAMED_SIZES
-from .errors import ConfigError
+from ..errors import ConfigError
 
 DEFAULT_CONFIG = """\
 # spacy-elmo biLM pretraining. Run: python -m spacy_elmo pretrain CONFIG OUTPUT_DIR
@@ -16,7 +16,7 @@ train = null
 dev = null
 
 [system]
-# Seeds initialisation, shuffling, dropout and negative sampling.
+# Seeds initialisation, shuffling, dropout and negative sampling (0 to 4,294,967,295).
 seed = 0
 
 [corpus]
@@ -27,14 +27,16 @@ format = "auto"
 # The JSONL field that holds the text.
 text_field = "text"
 # A spaCy language code ("en", "de", ...) whose tokenizer splits the text, or "whitespace"
-# for text that is already tokenized. .spacy files are already tokenized.
+# for text that is already tokenized. .spacy files are already tokenized. Tokens are cut
+# to their first 48 characters (the biLM reads a token's first 48 UTF-8 bytes).
 tokenizer = "__LANG__"
 # Split each line (e.g. a paragraph) into sentences with spaCy's rule-based sentencizer.
 split_sentences = false
 # Training is per sentence from a zero LSTM state; longer lines are cut into windows
 # of at most this many tokens.
 max_window = 100
-# Sentences held in memory for shuffling; the corpus itself is streamed.
+# Sentences held in memory (and in each checkpoint) for shuffling, at most 1,048,576;
+# the corpus itself is streamed.
 shuffle_buffer = 20000
 # Evaluate on at most this many held-out sentences (null = all).
 max_dev_sentences = null
@@ -74,6 +76,7 @@ n_negative_samples = 8192
 
 [optimizer]
 # "adagrad" (the paper: learn_rate 0.2, initial_accumulator 1.0) or "adam" (e.g. 0.001).
+# Every number must be finite; learn_rate at most 1e6.
 name = "adagrad"
 learn_rate = 0.2
 initial_accumulator = 1.0
@@ -90,7 +93,8 @@ anneal_to = 0.1
 
 [training]
 # Tokens per optimizer step, summed over all processes; a token is a word, and each
-# sentence adds one end-of-sentence token.
+# sentence adds one end-of-sentence token. At most 1,048,576, and sort_window x
+# tokens_per_step at most 8,388,608 (drawn at once, held in memory and in checkpoints).
 tokens_per_step = 4096
 # Stop after max_steps steps; if null, after max_epochs passes over the training text.
 max_steps = null

@@ -3,7 +3,7 @@
 A run's output directory holds everything needed: the biLM (options.json,
 weights.hdf5), its softmax and vocabulary, and the config, whose corpus settings
 (tokenizer, sentence splitting, window) read the text the same way training did.
-The unigram baseline counts the run's training text again; its token cache makes
+The unigram baseline counts the run's training text again; its tokenized files make
 that a read of the tokenized file, not a second tokenization.
 """
 from pathlib import Path
@@ -13,13 +13,13 @@ import torch
 
 from ..models.pytorch.char_ids import batch_to_char_ids
 from .corpus import Sentence, batches_by_tokens, resolve_corpus_files
-from .model import assemble_model
-from .objective import BiLMLanguageModel, n_predictions, target_ids
+from .assembly import assemble_model
+from .language_model import BiLMLanguageModel, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes
 from .run_directory import RunDirectory
 from .statistics import perplexity, unigram_perplexity
-from .text_reading import TextReading
+from .run_text import TextReading
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]

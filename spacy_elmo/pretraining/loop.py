@@ -3,16 +3,17 @@ checkpoints with the exported model, and the guards that stop a run gone wrong."
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+import torch
 from wasabi import msg
 
-from ..stopping import raise_if_terminated
+from ..sigterm import raise_if_terminated
 from .checkpoint import save_training_state
 from .config import PretrainConfig
 from .corpus import BatchStream, Sentence
-from .errors import TrainingError
+from ..errors import TrainingError
 from .evaluation import held_out_perplexity
 from .metrics import plot_perplexity
 from .processes import Processes
@@ -46,6 +47,8 @@ class TrainingLoop:
     dev: Optional[List[Sentence]]
     stats: Optional[Dict[str, Any]]
     origin: Dict[str, Any]
+    #: Whether a step has been trained (a run stopped before then leaves nothing behind).
+    stepped: bool = field(default=False, init=False)
 
     @property
     def processes(self) -> Processes:
@@ -73,8 +76,9 @@ class TrainingLoop:
                 trainer.set_learn_rate(progress.step, self.max_steps)
                 result = trainer.train_step(self.stream.next_batch())
                 progress.add(result)
+                self.stepped = True
                 if not result.finite:
-                    self._non_finite()
+                    self._non_finite(last_checkpoint)
                 bar.update(1)
                 step = progress.step
                 last = step == self.max_steps
@@ -96,7 +100,7 @@ class TrainingLoop:
                             f"{last_dev['dev_perplexity_forward']:.2f}, backward {last_dev['dev_perplexity_backward']:.2f})"
                         )
                 if step % training.checkpoint_every == 0 or last:
-                    self._save()
+                    self._save(last_checkpoint)
                     last_checkpoint = step
                 progress.exclude(time.perf_counter() - paused)
         except KeyboardInterrupt:
@@ -122,8 +126,9 @@ class TrainingLoop:
             )
         return result
 
-    def _save(self) -> None:
-        """Checkpoint, export the model and plot the metrics."""
+    def _save(self, last_checkpoint: int) -> None:
+        """Checkpoint, export the model and plot the metrics (weights that are not finite are not saved)."""
+        self._check_weights(last_checkpoint)
         save_training_state(
             self.directory.checkpoint, trainer=self.trainer, stream=self.stream, progress=self.progress,
             config=self.config, vocab=self.vocab, origin=self.origin,
@@ -146,10 +151,23 @@ class TrainingLoop:
                 f"Training diverged at step {step}: the loss per token is {loss:.3g}, over {DIVERGENCE_FACTOR}x "
                 f"that of a uniform guess over the vocabulary ({uniform:.2f}); lower "
                 f"optimizer.learn_rate (now {self.config.optimizer.learn_rate:g}) or training.grad_clip and start again "
-                f"({f'the last checkpoint is from step {last_checkpoint}' if last_checkpoint else 'no checkpoint was saved'})"
+                f"({_kept(last_checkpoint)})"
             )
 
-    def _non_finite(self) -> None:
+    def _check_weights(self, last_checkpoint: int) -> None:
+        """Stop a run whose weights are no longer all finite: no later step can repair them,
+        and neither a checkpoint nor the exported biLM may hold them."""
+        parameters = list(self.trainer.model.parameters())
+        finite = torch.stack([torch.isfinite(p).all() for p in parameters]).all()
+        if not self.processes.all_true(finite):
+            raise TrainingError(
+                f"The biLM's weights are not finite (NaN or infinity) at step {self.progress.step}, so they were "
+                f"not saved; lower optimizer.learn_rate (now {self.config.optimizer.learn_rate:g}) or "
+                f"training.grad_clip and start again ({_kept(last_checkpoint)})"
+            )
+
+    def _non_finite(self, last_checkpoint: int) -> None:
+        self._check_weights(last_checkpoint)  # weights gone non-finite: stop now, not after more skipped steps
         limit, progress = self.config.training.max_nonfinite_steps, self.progress
         if self.processes.is_main:
             logger.warning(
@@ -170,3 +188,8 @@ class TrainingLoop:
                 f"Interrupted at step {self.progress.step}, before the first checkpoint: nothing to resume; "
                 f"run the same command again (without --resume) to start over"
             )
+
+
+def _kept(last_checkpoint: int) -> str:
+    """What a stopped run keeps: its last checkpoint, if it saved one."""
+    return f"the last checkpoint is from step {last_checkpoint}" if last_checkpoint else "no checkpoint was saved"

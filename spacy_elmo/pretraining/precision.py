@@ -4,7 +4,7 @@ from typing import ContextManager, Optional
 
 import torch
 
-PRECISIONS = ("auto", "bf16", "fp32")
+TRAINING_PRECISIONS = ("auto", "bf16", "fp32")
 
 
 def autocast_dtype(precision: str, device: torch.device) -> Optional[torch.dtype]:

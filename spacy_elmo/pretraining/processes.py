@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from .errors import TrainingError
+from ..errors import TrainingError
 
 T = TypeVar("T")
 

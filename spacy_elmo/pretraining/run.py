@@ -11,7 +11,7 @@ import torch
 from wasabi import msg
 
 from ..directory_lock import hold_directory
-from ..errors import SpacyElmoError
+from ..errors import ConfigError, SpacyElmoError, TrainingError
 from ..models.pytorch.options import BiLMOptions
 from ..named_models import locate_model
 from ..output_files import check_output_dir
@@ -20,16 +20,15 @@ from .checkpoint import (
     run_origin,
 )
 from .config import PretrainConfig
-from .corpus import BatchStream, Sentence, resolve_corpus_files
-from .errors import ConfigError, TrainingError
+from .corpus import BatchStream, Sentence, corpus_root, resolve_corpus_files
 from .loop import TrainingLoop
-from .model import GROWABLE, assemble_model, growth
-from .objective import BiLMLanguageModel
+from .assembly import GROWABLE, assemble_model, growth
+from .language_model import BiLMLanguageModel
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
 from .run_directory import RunDirectory
 from .statistics import corpus_stats, unigram_perplexity
-from .text_reading import TextReading
+from .run_text import TextReading
 from .trainer import Trainer
 from .vocab import Vocabulary
 
@@ -64,8 +63,8 @@ class PretrainRun:
         corpus = config.corpus
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")
         self.dev_files = resolve_corpus_files(corpus.dev, setting="corpus.dev") if corpus.dev else []
-        self.origin = run_origin(None if init_from is None else str(init_from), self.train_files + self.dev_files)
-        self.training_started = False
+        self.origin = run_origin(None if init_from is None else str(init_from), self.train_files, self.dev_files)
+        self.loop: Optional[TrainingLoop] = None
         self._checkpoint: Optional[Dict[str, Any]] = None
 
     def say(self, text: str) -> None:
@@ -73,7 +72,7 @@ class PretrainRun:
             msg.info(text)
 
     def run(self) -> Dict[str, Any]:
-        check_output_dir(self.directory.path)
+        check_output_dir(self.directory.path, inputs=self._corpus_roots())
         if not self.processes.is_main:
             return self._run()
         # The main process writes the directory; it holds it so no second run writes there too.
@@ -84,10 +83,18 @@ class PretrainRun:
             before = self.directory.entries()
             try:
                 return self._run()
-            except BaseException:
-                if not self.training_started:
-                    self.directory.remove_entries_since(before)  # a run that never trained leaves nothing
+            except BaseException:  # an error, Ctrl-C or SIGTERM
+                if self.loop is None or not self.loop.stepped:
+                    self.directory.remove_entries_since(before)  # a run that never trained leaves nothing new
                 raise
+
+    def _corpus_roots(self) -> Dict[str, Path]:
+        """Where the corpus settings read (:func:`corpus_root`): the output directory must stay apart."""
+        corpus = self.config.corpus
+        roots = {"corpus.train": corpus_root(corpus.train)}
+        if corpus.dev:
+            roots["corpus.dev"] = corpus_root(corpus.dev)
+        return roots
 
     def _continue_or_move_aside(self, held: contextlib.ExitStack) -> bool:
         """For :data:`AUTO`, on the main process holding the directory: True when the run
@@ -114,8 +121,7 @@ class PretrainRun:
 
     def _check_resumable(self, checkpoint: Dict[str, Any]) -> None:
         check_resumable(
-            checkpoint, self.directory, config=self.config, train_files=self.train_files,
-            world_size=self.processes.world_size,
+            checkpoint, self.directory, config=self.config, origin=self.origin, world_size=self.processes.world_size
         )
 
     def _load_checkpoint(self) -> Dict[str, Any]:
@@ -160,12 +166,11 @@ class PretrainRun:
             f"{training.tokens_per_step} tokens on {processes.world_size} process(es), {trainer.device}"
         )
         dev = None if dev_all is None else dev_all[processes.rank :: processes.world_size]
-        loop = TrainingLoop(
+        self.loop = TrainingLoop(
             config, self.directory, trainer=trainer, stream=stream, progress=progress, vocab=vocab,
             max_steps=max_steps, dev=dev, stats=stats, origin=self.origin,
         )
-        self.training_started = True
-        return loop.run()
+        return self.loop.run()
 
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
         """The checkpoint to continue from, checked against this run (None: a new run)."""

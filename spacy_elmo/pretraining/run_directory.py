@@ -3,7 +3,7 @@ written and read back.
 
 It holds the original-format biLM (``options.json``, ``weights.hdf5``) with its softmax
 and vocabulary, the resolved config, the corpus statistics, the metrics log and its
-plot, the checkpoint and the token cache; the user's own files there are left alone.
+plot, the checkpoint and the tokenized files; the user's own files there are left alone.
 """
 import contextlib
 import json
@@ -17,7 +17,7 @@ from ..models.pytorch.original_format import OPTIONS_NAME, WEIGHTS_NAME, save_bi
 from ..output_files import atomic_output_path, remove_stale_temp_files
 from .config import PretrainConfig, load_config
 from .metrics import MetricsLog
-from .objective import BiLMLanguageModel
+from .language_model import BiLMLanguageModel
 from .softmax import save_softmax
 from .vocab import Vocabulary
 
@@ -28,7 +28,7 @@ PLOT_NAME = "perplexity.png"
 SOFTMAX_NAME = "softmax.hdf5"
 STATS_NAME = "corpus_stats.json"
 VOCAB_NAME = "vocab.txt"
-TOKENIZED_NAME = "tokenized"  # the token cache: the training text, tokenized once
+TOKENIZED_NAME = "tokenized"  # the tokenized files: the training text, tokenized once
 RUN_OUTPUTS = (
     CONFIG_NAME, STATS_NAME, VOCAB_NAME, SOFTMAX_NAME, CHECKPOINT_NAME, METRICS_NAME, PLOT_NAME,
     WEIGHTS_NAME, OPTIONS_NAME,
@@ -85,7 +85,7 @@ class RunDirectory:
 
     def remove_stale_temp_files(self) -> None:
         """Remove what a run killed while saving left: in the directory only temporary
-        files of the run's own outputs (the others are the user's); in the token cache all."""
+        files of the run's own outputs (the others are the user's); in the tokenized files all."""
         remove_stale_temp_files(self.path, RUN_OUTPUTS)
         remove_stale_temp_files(self.tokenized, None)
 

@@ -1,4 +1,9 @@
-"""The softmax vocabulary: frequency-sorted words, bilm-tf's `vocab.txt` layout."""
+"""The softmax vocabulary: frequency-sorted words, bilm-tf's `vocab.txt` layout.
+
+`vocab.txt` holds one word a line, lines ended by ``\n`` alone: a word may hold any
+other character, ``\r`` and the separators `str.splitlines` splits at (``\x85``,
+``\u2028``, ...) included, and reads back the same.
+"""
 import hashlib
 from collections import Counter
 from pathlib import Path
@@ -28,7 +33,7 @@ class Vocabulary:
             )
         index: Dict[str, int] = {}
         for i, word in enumerate(words):
-            if not word or word != word.strip() or "\n" in word:
+            if not storable(word):
                 raise InputError(f"{source}: line {i + 1}: empty word or word with spaces: {word!r}")
             if word in index:
                 raise InputError(
@@ -58,22 +63,27 @@ class Vocabulary:
         """The `max_size` most frequent words seen at least `min_count` times.
 
         Ties are broken alphabetically so the result does not depend on reading order.
+        Words that cannot be a line of `vocab.txt` (:func:`storable`) are left out: they
+        are predicted as `<UNK>`, and their characters still reach the biLM.
         """
         ranked = sorted(
-            (item for item in counts.items() if item[1] >= min_count and item[0] not in SPECIAL_TOKENS),
+            (
+                item for item in counts.items()
+                if item[1] >= min_count and item[0] not in SPECIAL_TOKENS and storable(item[0])
+            ),
             key=lambda item: (-item[1], item[0]),
         )
         return cls(list(SPECIAL_TOKENS) + [word for word, _ in ranked[:max_size]])
 
     def to_disk(self, path: Union[str, Path]) -> None:
         with atomic_output_path(path) as tmp:
-            tmp.write_text("\n".join(self.words) + "\n", encoding="utf8")
+            tmp.write_bytes(("\n".join(self.words) + "\n").encode("utf8"))
 
     @classmethod
     def from_disk(cls, path: Union[str, Path]) -> "Vocabulary":
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf8")
+            text = path.read_bytes().decode("utf8")  # bytes: text mode would also split lines at "\r"
         except FileNotFoundError:
             raise InputError(f"Vocabulary file not found: {path}") from None
         except UnicodeDecodeError as err:
@@ -83,4 +93,10 @@ class Vocabulary:
         words = text.split("\n")
         if words and words[-1] == "":
             words.pop()
-        return cls(words, source=str(path))
+        # A word never ends in whitespace, so a line's last "\r" is a Windows line end.
+        return cls([word[:-1] if word.endswith("\r") else word for word in words], source=str(path))
+
+
+def storable(word: str) -> bool:
+    """Whether `word` can be one line of `vocab.txt`: not empty, no "\n", no whitespace at either end."""
+    return bool(word) and word == word.strip() and "\n" not in word

@@ -12,9 +12,12 @@ import pytest
 import torch
 
 
-from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
+import spacy_elmo.cli.embed as embed_module
+from spacy_elmo.cli.embed import PROGRESS_MIN_LINES, bytes_per_token
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
-from spacy_elmo.models.pytorch.original_format import save_bilm
+from spacy_elmo.models.pytorch.original_format import load_bilm, read_options, save_bilm
+from spacy_elmo.named_models import model_files
 from spacy_elmo.output_files import _host
 
 from ..conftest import run_cli
@@ -230,6 +233,74 @@ def test_very_long_token_and_line(tmp_path, capsys, monkeypatch, weights_file, r
     assert numpy.isfinite(arrays[1]).all()
     # Layer 0 is the context-free token layer: every "w0" in the long line matches a lone "w0".
     numpy.testing.assert_allclose(arrays[1][0, ::50], numpy.repeat(w0[0], 40, axis=0), rtol=1e-5, atol=1e-6)
+
+
+def uncut_layers(bilm, words: List[str]) -> numpy.ndarray:
+    """The biLM called on the whole line at once. *Shape:* ``(n_layers, n_tokens, dim)``."""
+    with torch.inference_mode():
+        return bilm(batch_to_char_ids([words])).layers[0].numpy()
+
+
+def test_a_line_longer_than_256_tokens_is_not_cut_by_default(tmp_path, capsys, monkeypatch, weights_file, fixture_bilm):
+    words = [f"w{i % 40}" for i in range(300)]
+    input_path = write_lines(tmp_path / "in.txt", [" ".join(words), SENTENCES[0]])
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 0, out + err
+    arrays, _ = read_output(tmp_path / "out.hdf5")
+    numpy.testing.assert_allclose(arrays[0], uncut_layers(fixture_bilm, words), rtol=1e-5, atol=1e-5)
+    assert len(out.strip().splitlines()) == 1 and err == ""  # the summary, and no warning
+
+
+def test_a_line_beyond_the_memory_bound_is_cut_with_one_warning(
+    tmp_path, capsys, monkeypatch, weights_file, fixture_bilm
+):
+    # A bound that holds 100 tokens of the fixture biLM: --max-length auto gives 100.
+    monkeypatch.setattr(embed_module, "LINE_MEMORY_BYTES", 100 * bytes_per_token(fixture_bilm.options))
+    words = [f"w{i % 40}" for i in range(250)]
+    input_path = write_lines(tmp_path / "in.txt", [SENTENCES[0], " ".join(words)])
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file)
+    assert code == 0, out + err
+    arrays, _ = read_output(tmp_path / "out.hdf5")
+    spans = [uncut_layers(fixture_bilm, words[start : start + 100]) for start in (0, 100, 200)]
+    numpy.testing.assert_allclose(arrays[1], numpy.concatenate(spans, axis=1), rtol=1e-5, atol=1e-5)
+    summary = out.strip().splitlines()
+    assert summary[0].startswith(f"Wrote {tmp_path / 'out.hdf5'}: 2 sentences")
+    assert summary[1:] == [
+        "⚠ 1 line longer than 100 tokens (line 2) was cut into spans of 100 (--max-length auto: "
+        f"{embed_module.LINE_MEMORY_BYTES / 2**30:g} GiB of memory per line); its vectors differ from an uncut run's"
+    ]
+
+
+def test_an_explicit_max_length_cuts_and_says_so(tmp_path, capsys, monkeypatch, weights_file, fixture_bilm):
+    lines = [" ".join(f"w{i}" for i in range(n)) for n in (12, 5, 30)]
+    input_path = write_lines(tmp_path / "in.txt", lines)
+    code, out, err = run_embed(
+        capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", weights_file, "--max-length", "10"
+    )
+    assert code == 0, out + err
+    assert out.strip().splitlines()[1] == (
+        "⚠ 2 lines longer than 10 tokens (lines 1, 3) were cut into spans of 10 (--max-length 10); "
+        "their vectors differ from an uncut run's"
+    )
+
+
+def test_the_auto_bound_follows_the_model_size():
+    """english-compact keeps lines of 7,825 tokens whole in 1 GiB: 137 KB a token, above its
+    measured peak of 124 KB (distinct 48-byte tokens)."""
+    compact = read_options(model_files("english-compact")[0])
+    assert 124_000 < bytes_per_token(compact) < 150_000
+    assert embed_module.max_tokens_per_line(compact, 2**30) == 2**30 // bytes_per_token(compact)
+
+
+def test_without_weights_the_shipped_english_model_is_used_and_named(tmp_path, capsys, monkeypatch):
+    input_path = write_lines(tmp_path / "in.txt", SENTENCES[:2])
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--top")
+    assert code == 0, out + err
+    assert out.strip().endswith("model english-compact (the default; --weights picks another)")
+    arrays, _ = read_output(tmp_path / "out.hdf5")
+    compact = load_bilm(*reversed(model_files("english-compact")))
+    for array, sentence in zip(arrays, SENTENCES[:2]):
+        numpy.testing.assert_allclose(array, uncut_layers(compact, sentence.split())[-1], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 
+from spacy_elmo.errors import SettingsError
 from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1
 
 
@@ -35,5 +36,5 @@ def test_doc_spans_ignore_sentences(vocab):
 
 @pytest.mark.parametrize("build", [build_sentence_spans_v1, build_doc_spans_v1])
 def test_max_length_must_be_positive(build):
-    with pytest.raises(ValueError, match="max_length"):
+    with pytest.raises(SettingsError, match="^get_spans.max_length must be a positive number of tokens, got 0$"):
         build(max_length=0)

@@ -16,7 +16,7 @@ from spacy_elmo.models.loaders import load_named_weights
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.pipeline import ElmoComponent
 
-from .util import TEXTS, elmo_nlp, train, weights_init_config
+from .util import TEXTS, elmo_nlp, load_fixture_bilm, train, weights_init_config
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,18 @@ def test_a_non_english_pipeline_without_weights_is_told_what_to_set():
     nlp.add_pipe("elmo")
     with pytest.raises(SpacyElmoError, match="ships no biLM for language 'de'.*paths.elmo_model"):
         nlp.initialize()
+
+
+def test_a_weights_loader_in_the_model_config_is_used_when_initialize_gives_none(weights):
+    """A non-English pipeline (no shipped default) with the loader in [components.elmo.model]."""
+    nlp = spacy.blank("de")
+    loader = {"@misc": "spacy-elmo.original_weights.v1", "path": str(weights)}
+    nlp.add_pipe("elmo", config={"model": {"weights_loader": loader}})
+    nlp.initialize()
+    doc = nlp("Der Hund schläft .")
+    with torch.no_grad():
+        expected = load_fixture_bilm(weights)(batch_to_char_ids([[t.text for t in doc]])).layers[0].numpy()
+    numpy.testing.assert_allclose(doc._.elmo.layers, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_initialize_with_a_missing_weights_file_names_it(tmp_path):

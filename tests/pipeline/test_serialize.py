@@ -8,7 +8,7 @@ import spacy
 from spacy.cli.package import get_third_party_dependencies, package
 
 from spacy_elmo.models.bilm_layer import get_bilm
-from spacy_elmo.models.scalar_mix import mix_parameters
+from spacy_elmo.models.scalar_mix_layer import mix_parameters
 
 from .util import TEXTS, elmo_nlp, listener_config, tagger_config, train, train_examples
 
@@ -182,9 +182,9 @@ def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
 def test_load_time_settings_win_over_the_saved_ones(weights, tmp_path, monkeypatch):
     """`precision` and `token_cache_size` given when a saved pipeline is loaded are
     the ones it runs with (Thinc restores the attrs the pipeline was saved with)."""
-    from spacy_elmo.models.pytorch import int8_linear
+    from spacy_elmo.models.pytorch.lstm import int8_products
 
-    monkeypatch.setattr(int8_linear, "int8_available", lambda: True)  # the setting, on any CPU
+    monkeypatch.setattr(int8_products, "int8_available", lambda: True)  # the setting, on any CPU
     elmo_nlp(weights, elmo_config={"token_cache_size": 0}).to_disk(tmp_path / "pipeline")
     settings = {"precision": "int8", "token_cache_size": 100}
     loaded = spacy.load(tmp_path / "pipeline", config={"components": {"elmo": settings}})
@@ -192,8 +192,8 @@ def test_load_time_settings_win_over_the_saved_ones(weights, tmp_path, monkeypat
     for _ in range(2):
         list(loaded.pipe(TEXTS))
     assert elmo.precision == "int8"
-    assert get_bilm(elmo.model).precision == "int8"  # what the biLM ran with
+    assert elmo.model.attrs["precision"] == "int8"  # what the layer runs the biLM with
     assert elmo.model.attrs["token_cache"].hits > 0
     elmo.precision = "fp32"
     list(loaded.pipe(TEXTS[:1]))
-    assert get_bilm(elmo.model).precision == "fp32"
+    assert elmo.model.attrs["precision"] == "fp32"

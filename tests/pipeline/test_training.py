@@ -6,7 +6,7 @@ import torch
 
 from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.models.bilm_layer import get_bilm
-from spacy_elmo.models.scalar_mix import mix_parameters
+from spacy_elmo.models.scalar_mix_layer import mix_parameters
 
 from .util import TEXTS, elmo_nlp, hash_embed_config, listener_config, train, train_examples
 

@@ -6,10 +6,12 @@ from pathlib import Path
 import pytest
 
 from spacy_elmo.errors import InputError
+from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.pretraining.corpus import (
-    BatchStream, CorpusReader, StreamPosition, TextSplitter, read_records, resolve_corpus_files,
+    MAX_TOKEN_CHARS, BatchStream, CorpusReader, StreamPosition, TextSplitter, corpus_root, read_records,
+    resolve_corpus_files,
 )
-from spacy_elmo.pretraining.errors import ConfigError
+from spacy_elmo.errors import ConfigError
 
 LINES = [f"line {i} has words w{i} and x{i % 3}" for i in range(40)]
 
@@ -200,3 +202,19 @@ def test_a_record_over_a_million_characters_is_read():
     words = ("word " * 240_000).strip()  # 1.2M characters
     sentences = TextSplitter(tokenizer="en", split_sentences=True, max_window=100)(words)
     assert sum(len(s) for s in sentences) == 240_000
+
+
+@pytest.mark.parametrize("tokenizer", ["whitespace", "en"])
+def test_over_long_tokens_are_cut_as_the_character_encoder_cuts_them(tokenizer):
+    """The encoder reads a token's first 48 UTF-8 bytes: cut to 48 characters, a token gives the same ids."""
+    long_ascii, long_wide = "x" * 100_000, "ü" * 60
+    sentences = TextSplitter(tokenizer=tokenizer)(f"a {long_ascii} b {long_wide}")
+    assert sentences == [["a", "x" * MAX_TOKEN_CHARS, "b", "ü" * MAX_TOKEN_CHARS]]
+    assert batch_to_char_ids(sentences).tolist() == batch_to_char_ids([["a", long_ascii, "b", long_wide]]).tolist()
+
+
+def test_a_glob_reads_from_its_directory_before_the_first_wildcard(tmp_path):
+    (tmp_path / "data").mkdir()
+    assert corpus_root(str(tmp_path / "data" / "**" / "*.txt")) == tmp_path / "data"
+    assert corpus_root(str(tmp_path / "data")) == tmp_path / "data"
+    assert corpus_root("*.txt") == Path(".")

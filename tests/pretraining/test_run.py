@@ -16,9 +16,9 @@ from spacy_elmo.models.pytorch.options import NAMED_SIZES, BiLMOptions
 from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
-from spacy_elmo.pretraining.errors import CheckpointError, ConfigError, TrainingError
+from spacy_elmo.errors import CheckpointError, ConfigError, TrainingError
 from spacy_elmo.pretraining.metrics import MetricsLog
-from spacy_elmo.pretraining.model import assemble_model
+from spacy_elmo.pretraining.assembly import assemble_model
 from spacy_elmo.pretraining.run import pretrain
 from spacy_elmo.pretraining.trainer import Trainer
 
@@ -262,7 +262,8 @@ def test_bf16_autocast_runs_on_cpu(tmp_path, tiny_text):
 
 
 def test_non_finite_losses_are_skipped_then_stop_the_run(tmp_path, tiny_text, caplog):
-    config = fast_config(tiny_text, optimizer__learn_rate=1e30, training__max_nonfinite_steps=3, training__max_steps=20)
+    # The scaled loss overflows a float32: every gradient is infinite, every step skipped.
+    config = fast_config(tiny_text, training__gradient_scale=3e38, training__max_nonfinite_steps=3, training__max_steps=20)
     with pytest.raises(TrainingError, match="not finite for 3 steps in a row"):
         pretrain(config, tmp_path / "out")
     skipped = [r for r in caplog.records if "non-finite" in r.getMessage()]
@@ -325,7 +326,7 @@ def test_resume_refuses_another_corpus_or_a_step_limit_already_passed(tmp_path, 
     pretrain(fast_config(tiny_text, training__max_steps=6, training__checkpoint_every=6), output_dir)
     other = tmp_path / "other.txt"
     other.write_text(tiny_text.read_text(encoding="utf8"), encoding="utf8")
-    with pytest.raises(ConfigError, match=r"--resume: corpus.train is .*other.txt, but the run in .* was trained on .*data.txt"):
+    with pytest.raises(ConfigError, match=r"--resume: the training files \(corpus.train = .*other.txt\) are not those the run in .* was trained on, .*data.txt deleted, .*other.txt new"):
         pretrain(fast_config(other, training__max_steps=10), output_dir, resume=True)
     with pytest.raises(ConfigError, match=r"--resume: the run in .* is at step 6, past training.max_steps \(4\)"):
         pretrain(fast_config(tiny_text, training__max_steps=4), output_dir, resume=True)
@@ -392,3 +393,84 @@ def test_a_run_stopped_before_its_first_checkpoint_says_so_and_starts_afresh(tmp
     monkeypatch.setattr(Trainer, "train_step", original_step)
     pretrain(fast_config(tiny_text, **settings), tmp_path / "out")  # the same command again
     assert [r["step"] for r in _records(tmp_path / "out", "train")] == [1, 2, 3, 4, 5, 6]
+
+
+def _poison_weights_at_step(monkeypatch, n: int) -> None:
+    """Make the n-th training step (itself finite) leave a NaN in the biLM's weights."""
+    calls = {"n": 0}
+    original_step = Trainer.train_step
+
+    def poisoned(self, batch):
+        result = original_step(self, batch)
+        calls["n"] += 1
+        if calls["n"] == n:
+            with torch.no_grad():
+                next(self.model.parameters()).fill_(math.nan)
+        return result
+
+    monkeypatch.setattr(Trainer, "train_step", poisoned)
+
+
+def test_weights_that_are_not_finite_stop_the_run_at_the_next_checkpoint_and_are_never_saved(
+    tmp_path, tiny_text, monkeypatch
+):
+    output_dir = tmp_path / "out"
+    _poison_weights_at_step(monkeypatch, 3)
+    config = fast_config(tiny_text, training__max_steps=5, training__checkpoint_every=1)
+    with pytest.raises(TrainingError, match=(
+        r"^The biLM's weights are not finite \(NaN or infinity\) at step 3, so they were not saved; lower "
+        r"optimizer.learn_rate \(now 0.2\) or training.grad_clip and start again \(the last checkpoint is from step 2\)$"
+    )):
+        pretrain(config, output_dir)
+    assert load_checkpoint(output_dir / "checkpoint.pt")["step"] == 2
+    weights = load_bilm(output_dir / "weights.hdf5")
+    assert all(torch.isfinite(p).all() for p in weights.parameters())
+
+
+def test_weights_that_are_not_finite_stop_the_run_at_its_next_non_finite_loss(tmp_path, tiny_text, monkeypatch):
+    """Skipping steps cannot repair them: the run stops at once, not after training.max_nonfinite_steps."""
+    _poison_weights_at_step(monkeypatch, 1)
+    config = fast_config(tiny_text, training__max_steps=20, training__max_nonfinite_steps=5)
+    with pytest.raises(TrainingError, match=r"weights are not finite \(NaN or infinity\) at step 2, .*\(no checkpoint was saved\)$"):
+        pretrain(config, tmp_path / "out")
+    assert not (tmp_path / "out" / "weights.hdf5").exists() and not (tmp_path / "out" / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["a new run", "a resumed run"])
+def test_a_run_stopped_before_its_first_step_removes_what_it_began_and_never_the_run_it_resumed(
+    tmp_path, tiny_text, monkeypatch, resumed
+):
+    output_dir = tmp_path / "out"
+    if resumed:
+        pretrain(fast_config(tiny_text, training__max_steps=2, training__checkpoint_every=2), output_dir)
+    before = {path.name: path.read_bytes() for path in output_dir.iterdir() if path.is_file()} if resumed else {}
+    kill_at_step(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(fast_config(tiny_text, training__max_steps=4), output_dir, resume=resumed)
+    if not resumed:
+        assert not output_dir.exists()
+    else:
+        after = {path.name: path.read_bytes() for path in output_dir.iterdir() if path.is_file()}
+        del before["config.cfg"], after["config.cfg"]  # a resumed run saves its own settings as it starts
+        assert after == before and (output_dir / "tokenized").is_dir()
+
+
+@pytest.mark.parametrize("setting", ["train", "dev"])
+@pytest.mark.parametrize("where", ["is", "is inside", "holds"])
+def test_an_output_directory_overlapping_a_corpus_directory_is_refused_before_anything_is_written(
+    tmp_path, tiny_text, setting, where
+):
+    from spacy_elmo.errors import SpacyElmoError
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(tiny_text, corpus / "data.txt")
+    output_dir = {"is": corpus, "is inside": corpus / "run", "holds": tmp_path}[where]
+    paths = {"train": corpus, "dev": tiny_text} if setting == "train" else {"train": tiny_text, "dev": corpus}
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SpacyElmoError, match=(
+        rf"^Output directory {output_dir} {where} corpus.{setting} \({corpus}\): its outputs would be read as "
+        rf"corpus.{setting} next time; choose an output directory apart from it$"
+    )):
+        pretrain(fast_config(paths["train"], paths["dev"]), output_dir)
+    assert sorted(tmp_path.rglob("*")) == before

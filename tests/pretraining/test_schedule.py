@@ -2,7 +2,7 @@
 import pytest
 
 from spacy_elmo.pretraining.config import parse_config
-from spacy_elmo.pretraining.errors import ConfigError
+from spacy_elmo.errors import ConfigError
 from spacy_elmo.pretraining.schedule import learn_rate_at
 
 

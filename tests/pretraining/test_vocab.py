@@ -25,6 +25,30 @@ def test_round_trip_and_bilm_tf_layout(tmp_path):
     assert again.words == vocab.words and again.fingerprint() == vocab.fingerprint()
 
 
+#: Characters `str.splitlines` (and text-mode reading, for "\r") end a line at; "\n" is the only line end of vocab.txt.
+LINE_SEPARATORS = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def test_words_with_any_line_separator_but_newline_round_trip(tmp_path):
+    words = [f"foo{separator}bar" for separator in LINE_SEPARATORS]
+    vocab = Vocabulary.from_counts(Counter(words + ["the", "the"]), max_size=100)
+    assert sorted(vocab.words[3:]) == sorted(words + ["the"])
+    vocab.to_disk(tmp_path / "vocab.txt")
+    again = Vocabulary.from_disk(tmp_path / "vocab.txt")
+    assert again.words == vocab.words and again.fingerprint() == vocab.fingerprint()
+
+
+def test_words_that_cannot_be_a_line_are_left_out_of_the_vocabulary():
+    counts = Counter(["foo\nbar", " lead", "trail\r", "\u2028", "", "kept"])
+    assert Vocabulary.from_counts(counts, max_size=100).words == [*SPECIAL_TOKENS, "kept"]
+
+
+def test_a_file_with_windows_line_ends_reads(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"<S>\r\n</S>\r\n<UNK>\r\nthe\r\n")
+    assert Vocabulary.from_disk(path).words == [*SPECIAL_TOKENS, "the"]
+
+
 @pytest.mark.parametrize(
     "text,message",
     [

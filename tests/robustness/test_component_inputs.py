@@ -15,7 +15,7 @@ from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.pipeline.vector_hooks import set_vector_hooks
 
 from ..models.test_deferred_shim import _Payload, _state_bytes
-from ..pipeline.util import TEXTS
+from ..pipeline.util import TEXTS, elmo_nlp, listener_config
 from .conftest import snapshot
 
 
@@ -95,11 +95,29 @@ def _listener_on(pipeline: Path, edit) -> None:
     nlp.get_pipe("tagger")(restored)
 
 
+def _into_another_size(pipeline: Path) -> None:
+    """The saved fixture-size component loaded into one whose biLM is english-compact's size."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": {"size": "compact"}}).from_disk(pipeline / "elmo")
+
+
+def _mixer_weights(workspace: Path, initial_weights) -> None:
+    mixer = {"@architectures": "spacy-elmo.ScalarMix.v1", "initial_weights": initial_weights}
+    elmo_nlp(workspace / "model" / "weights.hdf5", listener=listener_config(mixer=mixer))
+
+
 PROBES = [
     ("doc_tensor 'bogus'", lambda p, ws: _component({"doc_tensor": "bogus"}), "doc_tensor"),
     ("frozen_cache_mb -1", lambda p, ws: _component({"frozen_cache_mb": -1}), "frozen_cache_mb"),
     ("token_cache_size -1", lambda p, ws: _component({"token_cache_size": -1}), "token_cache_size"),
     ("precision 'int4'", lambda p, ws: _component({"precision": "int4"}), "precision"),
+    ("get_spans.max_length 0", lambda p, ws: _component({"model": {"get_spans": {"max_length": 0}}}),
+     "get_spans.max_length must be a positive number of tokens, got 0"),
+    ("mixer.initial_weights: 2 values for 3 layers", lambda p, ws: _mixer_weights(ws, [0.0, 1.0]),
+     "mixer.initial_weights [0.0, 1.0] has 2 values, but the biLM gives 3 layers"),
+    ("from_disk: a biLM of another size", lambda p, ws: _into_another_size(p),
+     "has a biLM of another size: the saved elmo component has projection_dim 16 and 2 LSTM layers, "
+     "the component it is loaded into has projection_dim 128 and 2 LSTM layers"),
     ("from_bytes: 64 flipped bytes", lambda p, ws: _from_bytes(p, _flip), "checksum"),
     ("from_bytes: a pickle in the state (as torch < 2.6 loads)", "pickle", "cannot be read safely"),
     ("from_bytes: 10**9 filters in its settings",

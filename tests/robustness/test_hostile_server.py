@@ -1,15 +1,20 @@
 """Downloads by name (`embed --weights small`) from a hostile server on 127.0.0.1:
 one line, exit code 1, and nothing left in the cache or anywhere else."""
+import json
 import shutil
 from pathlib import Path
 
+import h5py
 import pytest
 
 from spacy_elmo import download as download_module
 from spacy_elmo.named_models import NAMED_MODELS
 
-from ..test_download import TruncatingHandler, _endless, _handler, _redirect_to, _slow, closed_port_url, serving
+from ..test_download import (
+    TruncatingHandler, _drip_body, _drip_headers, _endless, _handler, _redirect_to, _slow, closed_port_url, serving,
+)
 from .conftest import Probe, run_probe
+from .test_model_files import no_large_reads, size_bomb, write_declared_only  # noqa: F401 (an autouse fixture)
 
 SMALL = NAMED_MODELS["small"]
 
@@ -32,18 +37,58 @@ def _content_length(value: str):
     return _handler(respond)
 
 
-def _layout(root: Path, model_dir: Path, *, options: bytes = None, weights: bytes = None) -> Path:
-    """The fixture biLM where AllenNLP keeps `small`, optionally with other bytes."""
+def _layout(root: Path, model_dir: Path, *, options=None, weights=None) -> Path:
+    """The fixture biLM where AllenNLP keeps `small`, optionally with other bytes, or
+    changed by a function of the file's path."""
     folder = root / SMALL.folder
     folder.mkdir(parents=True)
     options_name, weights_name = SMALL.file_names()
     shutil.copy(model_dir / "options.json", folder / options_name)
     shutil.copy(model_dir / "lm_weights.hdf5", folder / weights_name)
-    if options is not None:
-        (folder / options_name).write_bytes(options)
-    if weights is not None:
-        (folder / weights_name).write_bytes(weights)
+    for change, path in ((options, folder / options_name), (weights, folder / weights_name)):
+        if callable(change):
+            change(path)
+        elif change is not None:
+            path.write_bytes(change)
     return root
+
+
+def _options_beside(weights: Path) -> dict:
+    return json.loads(weights.with_name(SMALL.file_names()[0]).read_text())
+
+
+def _bomb_options(path: Path) -> None:
+    path.write_text(json.dumps(size_bomb(json.loads(path.read_text()))))
+
+
+def _bomb_weights(path: Path) -> None:
+    """Datasets of a 50,000-wide LSTM, declared and never written: a few KB."""
+    write_declared_only(path, size_bomb(_options_beside(path)))
+
+
+def _nan_clip(path: Path) -> None:
+    options = json.loads(path.read_text())
+    options["lstm"]["cell_clip"] = float("nan")
+    path.write_text(json.dumps(options))
+
+
+def _external_bias(path: Path) -> None:
+    """`CNN/b_cnn_0` keeps its bytes in a file beside, which the server does not send."""
+    outside = path.with_name("outside.bin")
+    with h5py.File(path, "r+") as handle:
+        shape = handle["CNN/b_cnn_0"].shape
+        outside.write_bytes(b"\x01" * 4 * shape[0])
+        del handle["CNN/b_cnn_0"]
+        handle.create_dataset("CNN/b_cnn_0", shape=shape, dtype="float32", external=[(str(outside), 0, 4 * shape[0])])
+
+
+# The base URLs of the rows without a server ("closed..."): a closed port ({}: host:port), spelled so.
+CLOSED = {
+    "closed": "http://{}",
+    "closed-with-password": "http://alice:s3cret@{}",
+    "closed-with-@-in-password": "http://alice:pa@s3cret@{}",
+    "closed-with-token": "http://{}/elmo?token=s3cret",
+}
 
 
 # name, handler, served layout (None: nothing), message
@@ -53,13 +98,26 @@ SERVERS = [
     ("a truncated body", TruncatingHandler, {}, "Incomplete download of"),
     ("Content-Length: abc", _content_length("abc"), None, "invalid Content-Length ('abc')"),
     ("HTML instead of HDF5", None, {"weights": b"<html><body>Sign in</body></html>"}, "weights"),
-    ("[] as options", None, {"options": b"[]"}, "is not a biLM options file"),
+    ("[] as options", None, {"options": b"[]"}, "_options.json: the options must be an object, got []"),
     ("a redirect to ftp://", _redirect_to("ftp://127.0.0.1/elmo_weights.hdf5"), None, "which is not http(s); refused"),
     ("a redirect to a closed host", "closed-redirect", None, "Could not download"),
     ("a body that never ends", _handler(_endless), None, "sent more than 1,048,576 bytes"),
     ("a body one byte at a time", _handler(_slow), None, "took longer than 0.5 s"),
+    ("a byte every 0.2 s of 1,000 announced", _handler(_drip_body), None, "took longer than 0.5 s"),
+    ("headers a byte every 0.2 s", _handler(_drip_headers), None, "took longer than 0.5 s (0 bytes so far)"),
+    ("options declare a 75 GiB biLM", None, {"options": _bomb_options, "weights": _bomb_weights},
+     "_options.json: describes a biLM of 90,007,115,232 parameters, more than the 400,000,000 spacy-elmo loads"),
+    ("weights declare 75 GiB", None, {"weights": _bomb_weights},
+     "_weights.hdf5 declares 90,007,115,232 values in its datasets, more than the 400,000,000"),
+    ("options nested 200,000 deep, served", None, {"options": b"[" * 200_000 + b"]" * 200_000},
+     "_options.json: not valid JSON (nested too deeply)"),
+    ("options with cell_clip NaN", None, {"options": _nan_clip}, "lstm.cell_clip must be a finite number, got nan"),
+    ("weights read a file beside them", None, {"weights": _external_bias},
+     "_weights.hdf5: dataset 'CNN/b_cnn_0' keeps its data in other files; refused"),
     ("no server", "closed", None, "Could not download"),
     ("no server, a password in the base URL", "closed-with-password", None, "http://***@127.0.0.1"),
+    ("no server, an @ in the password", "closed-with-@-in-password", None, "http://***@127.0.0.1"),
+    ("no server, a token in the base URL", "closed-with-token", None, "/elmo?token=***"),
 ]
 
 
@@ -74,14 +132,12 @@ def test_a_hostile_server_gives_one_line_and_leaves_nothing(
     monkeypatch.setenv("SPACY_ELMO_CACHE", str(workspace / "cache"))
     monkeypatch.setattr(download_module, "DEADLINE_S", 0.5)
     probe = Probe(name, lambda ws: ["embed", "text.txt", "out.hdf5", "--weights", "small"], message, absent="s3cret")
-    if handler in ("closed", "closed-with-password", "closed-redirect"):
-        target = closed_port_url()
-        if handler != "closed-redirect":
-            password = "alice:s3cret@" if handler == "closed-with-password" else ""
-            monkeypatch.setenv("SPACY_ELMO_BASE_URL", target.replace("http://", "http://" + password))
-            run_probe(probe, workspace, capsys, monkeypatch)
-            return
-        handler = _redirect_to(target + "/elmo.hdf5")
+    if handler in CLOSED:
+        monkeypatch.setenv("SPACY_ELMO_BASE_URL", CLOSED[handler].format(closed_port_url()[len("http://"):]))
+        run_probe(probe, workspace, capsys, monkeypatch)
+        return
+    if handler == "closed-redirect":
+        handler = _redirect_to(closed_port_url() + "/elmo.hdf5")
     with serving(served, *([handler] if handler else [])) as url:
         monkeypatch.setenv("SPACY_ELMO_BASE_URL", url)
         run_probe(probe, workspace, capsys, monkeypatch)

@@ -1,12 +1,19 @@
 """`pretrain` on hostile inputs: one line, exit code 1, no output directory made or changed."""
+import os
 import shutil
+import signal
+import tracemalloc
 from pathlib import Path
 
 import pytest
 import torch
 
+from spacy_elmo.pretraining.corpus import BatchStream
+from spacy_elmo.pretraining.trainer import Trainer
+
 from ..cli.test_pretrain import FAST
-from .conftest import Probe, run_probe
+from ..conftest import run_cli
+from .conftest import Probe, run_probe, snapshot
 
 
 def pretrain(*extra, output="out"):
@@ -17,6 +24,23 @@ def pretrain(*extra, output="out"):
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf8")
     return path
+
+
+def _edit_config(ws: Path, old: str, new: str) -> None:
+    config = ws / "pretrain.cfg"
+    text = config.read_text(encoding="utf8")
+    assert old in text
+    config.write_text(text.replace(old, new), encoding="utf8")
+
+
+def _corpus_dir(ws: Path) -> str:
+    """The corpus as a directory of two files."""
+    lines = (ws / "corpus.txt").read_text(encoding="utf8").splitlines(keepends=True)
+    directory = ws / "corpus_dir"
+    directory.mkdir(exist_ok=True)
+    (directory / "a.txt").write_text("".join(lines[: len(lines) // 2]), encoding="utf8")
+    (directory / "b.txt").write_text("".join(lines[len(lines) // 2 :]), encoding="utf8")
+    return "corpus_dir"
 
 
 def _with_run(ws: Path, run: Path, edit=None):
@@ -45,6 +69,60 @@ PROBES = [
     Probe("--init-from a missing model", lambda ws: pretrain("--init-from", "nowhere"), "nowhere"),
     Probe("output is a file", lambda ws: pretrain(output="corpus.txt"), "is a file, not a directory"),
     Probe("--resume without a checkpoint", lambda ws: pretrain("--resume"), "No checkpoint at"),
+    # Issue 51: non-finite and out-of-range numbers are refused where the settings are read.
+    Probe("learn_rate 1e999", lambda ws: pretrain("--optimizer.learn_rate", "1e999"),
+          "pretrain.cfg: optimizer.learn_rate must be a finite number (a 32-bit float, at most 3.403e+38), got inf"),
+    Probe("learn_rate = 1e999 in the file",
+          lambda ws: (_edit_config(ws, "learn_rate = 0.2", "learn_rate = 1e999"), pretrain())[1],
+          "optimizer.learn_rate must be a finite number (a 32-bit float, at most 3.403e+38), got inf"),
+    Probe("learn_rate = NaN in the file",
+          lambda ws: (_edit_config(ws, "learn_rate = 0.2", "learn_rate = NaN"), pretrain())[1],
+          "optimizer.learn_rate must be a finite number (a 32-bit float, at most 3.403e+38), got nan"),
+    Probe("learn_rate 1e300", lambda ws: pretrain("--optimizer.learn_rate", "1e300"),
+          "optimizer.learn_rate must be a finite number (a 32-bit float, at most 3.403e+38), got 1e+300"),
+    Probe("learn_rate 1e30", lambda ws: pretrain("--optimizer.learn_rate", "1e30"),
+          "optimizer.learn_rate must be in (0, 1e+06] (higher rates never train, and Adam's first step would "
+          "overflow), got 1e+30"),
+    Probe("dropout NaN in the file",
+          lambda ws: (_edit_config(ws, "dropout = 0.1", "dropout = NaN"), pretrain())[1],
+          "training.dropout must be a finite number"),
+    Probe("seed -5", lambda ws: pretrain("--system.seed", "-5"), "system.seed must be from 0 to 4,294,967,295, got -5"),
+    Probe("seed = 10**23 in the file",
+          lambda ws: (_edit_config(ws, "seed = 0", f"seed = {10**23}"), pretrain())[1],
+          "system.seed must be from 0 to 4,294,967,295, got 100000000000000000000000"),
+    Probe("tokens_per_step = 10**23 in the file",
+          lambda ws: (_edit_config(ws, "tokens_per_step = 4096", f"tokens_per_step = {10**23}"),
+                      [arg for arg in pretrain() if arg not in ("--training.tokens_per_step", "48")])[1],
+          "training.tokens_per_step must be from 1 to 1,048,576 (the batches of a step are held in memory "
+          "together), got 100000000000000000000000"),
+    Probe("tokens_per_step 2,000,000", lambda ws: pretrain("--training.tokens_per_step", "2000000"),
+          "training.tokens_per_step must be from 1 to 1,048,576"),
+    Probe("shuffle_buffer 10**9", lambda ws: pretrain("--corpus.shuffle_buffer", str(10**9)),
+          "corpus.shuffle_buffer must be from 1 to 1,048,576"),
+    Probe("sort_window x tokens_per_step too large",
+          lambda ws: pretrain("--training.tokens_per_step", "1000000", "--training.sort_window", "32"),
+          "training.sort_window × training.tokens_per_step is 32,000,000 tokens drawn at once, more than the "
+          "8,388,608 a run holds in memory and in each checkpoint; lower either"),
+    Probe("max_dev_sentences = 10**23 in the file",
+          lambda ws: (_edit_config(ws, "max_dev_sentences = null", f"max_dev_sentences = {10**23}"), pretrain())[1],
+          "corpus.max_dev_sentences must be at most 9,223,372,036,854,775,807 (a 64-bit integer)"),
+    # An output directory that is, lies in or holds the corpus: its files would be the next run's text.
+    Probe("output is the corpus directory",
+          lambda ws: pretrain("--paths.train", _corpus_dir(ws), output="corpus_dir"),
+          "Output directory corpus_dir is corpus.train (corpus_dir): its outputs would be read as corpus.train "
+          "next time; choose an output directory apart from it"),
+    Probe("output inside the corpus directory",
+          lambda ws: pretrain("--paths.train", _corpus_dir(ws), output="corpus_dir/run"),
+          "Output directory corpus_dir/run is inside corpus.train (corpus_dir)"),
+    Probe("output inside a corpus glob's directory",
+          lambda ws: (_corpus_dir(ws), pretrain("--paths.train", "corpus_dir/*.txt", output="corpus_dir/run"))[1],
+          "Output directory corpus_dir/run is inside corpus.train (corpus_dir)"),
+    Probe("output holds the corpus directory",
+          lambda ws: pretrain("--paths.train", _corpus_dir(ws), output="."),
+          "Output directory . holds corpus.train (corpus_dir)"),
+    Probe("output inside the held-out directory",
+          lambda ws: pretrain("--paths.dev", _corpus_dir(ws), output="corpus_dir/run"),
+          "Output directory corpus_dir/run is inside corpus.dev (corpus_dir)"),
 ]
 
 
@@ -62,6 +140,89 @@ def test_pretrain_init_from_with_a_smaller_lstm_dim_refuses_and_changes_nothing(
         "can widen a biLM's LSTM, not narrow it",
     )
     run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def test_resume_after_a_training_file_was_deleted_refuses_and_changes_nothing(workspace, capsys, monkeypatch):
+    from spacy_elmo.pretraining.run import pretrain as train
+
+    from ..pretraining.util import fast_config
+
+    monkeypatch.chdir(workspace)
+    train(fast_config(Path(_corpus_dir(workspace)), training__max_steps=2, training__checkpoint_every=2), "out")
+    capsys.readouterr()
+    probe = Probe(
+        "--resume after a training file was deleted",
+        lambda ws: ((ws / "corpus_dir" / "b.txt").unlink(), pretrain(
+            "--resume", "--paths.train", "corpus_dir", "--vocab.size", "1000", "--training.max_steps", "4"
+        ))[1],
+        "--resume: the training files (corpus.train = corpus_dir) are not those the run in out was trained on, "
+        "compared by path, size and modification time: corpus_dir/b.txt deleted; "
+        "resume with the files as they were (the run's read position is saved), or start a new run elsewhere",
+    )
+    run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def test_weights_gone_non_finite_stop_the_run_and_keep_the_last_checkpoint(
+    finished_run, workspace, reference_dir, capsys, monkeypatch
+):
+    """Resumed at step 2, the biLM's weights become NaN in step 3: step 4's loss is not finite, and the run
+    stops with the checkpoint and exported biLM of step 2 as they were."""
+    original_step = Trainer.train_step
+
+    def poisoned(self, batch):
+        result = original_step(self, batch)
+        with torch.no_grad():
+            next(self.model.parameters()).fill_(float("nan"))
+        return result
+
+    monkeypatch.setattr(Trainer, "train_step", poisoned)
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    _with_run(workspace, finished_run)
+    before = snapshot(workspace)
+    monkeypatch.chdir(workspace)
+    code, _, err = run_cli(
+        capsys, monkeypatch, *pretrain("--resume", "--paths.train", text, "--vocab.size", "1000", "--training.max_steps", "4")
+    )
+    lines = [line for line in err.splitlines() if line.startswith("✘")]
+    assert code == 1 and "Traceback" not in err and err.rstrip().endswith(lines[0]) and len(lines) == 1, err
+    assert lines[0] == (
+        "✘ The biLM's weights are not finite (NaN or infinity) at step 4, so they were not saved; lower "
+        "optimizer.learn_rate (now 0.2) or training.grad_clip and start again (the last checkpoint is from step 2)"
+    )
+    after = snapshot(workspace)
+    changed = {key for key in set(before) | set(after) if before.get(key, "-") != after.get(key, "-")}
+    assert changed == {"out/metrics.jsonl", "out/config.cfg"}  # the steps it logged, the settings it resumed with
+
+
+def _signal_at_first_batch(monkeypatch, signum: int) -> None:
+    """Send `signum` to this process when the run draws its first batch (before its first step)."""
+    def next_batch(self):
+        os.kill(os.getpid(), signum)
+        raise AssertionError("the signal did not stop the run")
+
+    monkeypatch.setattr(BatchStream, "next_batch", next_batch)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("resumed", [False, True], ids=["a new run", "a resumed run"])
+def test_a_signal_before_the_first_step_removes_what_the_run_began_never_the_run_it_resumed(
+    signum, resumed, finished_run, workspace, reference_dir, capsys, monkeypatch
+):
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    args = ["--paths.train", text, "--vocab.size", "1000", "--training.max_steps", "4"]
+    if resumed:
+        _with_run(workspace, finished_run)
+        args.append("--resume")
+    before = snapshot(workspace)
+    monkeypatch.chdir(workspace)
+    _signal_at_first_batch(monkeypatch, signum)
+    code, _, err = run_cli(capsys, monkeypatch, *pretrain(*args))
+    assert code == 130 and "Traceback" not in err, err  # typer's exit for a KeyboardInterrupt
+    after = snapshot(workspace)
+    if resumed:  # its settings, saved as it started, are the only change
+        assert {key for key in set(before) | set(after) if before.get(key, "-") != after.get(key, "-")} <= {"out/config.cfg"}
+    else:
+        assert after == before and not (workspace / "out").exists()
 
 
 RUN_PROBES = [
@@ -90,6 +251,30 @@ def test_pretrain_on_a_tampered_run_refuses_and_changes_nothing(
     run_probe(probe, workspace, capsys, monkeypatch)
 
 
+def test_a_one_token_line_of_megabytes_is_cut_before_the_stream(workspace, capsys, monkeypatch):
+    """Issue 51: a 50 MB token took 8.1 GB and a 2.55 GB checkpoint (every pass over the token cache
+    added a copy to the shuffle buffer). Cut to what the character encoder reads, it leaves no copy in
+    the token cache, the vocabulary or the checkpoint, and none in memory beyond the line being read."""
+    token_bytes = 4_000_000
+    monkeypatch.chdir(workspace)
+    code, _, err = run_cli(capsys, monkeypatch, *pretrain(output="warm-up"))  # lazy imports, outside the measure
+    assert code == 0, err
+    with (workspace / "corpus.txt").open("a", encoding="utf8") as corpus:
+        corpus.write("y" * token_bytes + "\n")
+    tracemalloc.start()
+    try:
+        code, _, err = run_cli(
+            capsys, monkeypatch, *pretrain("--corpus.shuffle_buffer", "200", "--training.checkpoint_every", "1")
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    sizes = {str(path.relative_to(workspace)): path.stat().st_size for path in (workspace / "out").rglob("*") if path.is_file()}
+    assert max(sizes.values()) < token_bytes // 4, sizes
+    assert peak < 4 * token_bytes, f"{peak / 1e6:.0f} MB at the peak"  # the line's bytes, its text, its token
+
+
 @pytest.mark.parametrize(
     "text,extra",
     [("word\n", []), ("x" * 1_000_001 + "\n", ["--corpus.tokenizer", "en"])],
@@ -104,3 +289,29 @@ def test_tiny_or_odd_corpora_train(text, extra, workspace, capsys, monkeypatch):
     code, out, err = run_cli(capsys, monkeypatch, *pretrain(*extra))
     assert code == 0, err
     assert (workspace / "out" / "weights.hdf5").is_file()
+
+
+#: Line separators of `str.splitlines` a .spacy corpus's tokens may hold; vocab.txt ends lines at "\n" alone.
+ODD_TOKENS = ["foo\rbar", "foo\u2028bar", "foo\x85bar", "foo\x0bbar", "foo\x1cbar", "foo\u2029bar"]
+
+
+def test_tokens_with_line_separators_train_resume_and_score(workspace, capsys, monkeypatch):
+    """Issue 51: "foo\rbar" made vocab.txt read back one word longer, so the run could never
+    resume and `perplexity` found the softmax the wrong shape."""
+    from spacy.tokens import Doc, DocBin
+    from spacy.vocab import Vocab
+
+    words = (workspace / "corpus.txt").read_text(encoding="utf8").split()
+    vocab = Vocab()
+    docs = [Doc(vocab, words=words[i : i + 10] + ODD_TOKENS) for i in range(0, len(words), 10)]
+    DocBin(docs=docs).to_disk(workspace / "corpus.spacy")
+    monkeypatch.chdir(workspace)
+    run = pretrain("--paths.train", "corpus.spacy", "--training.checkpoint_every", "1")
+    code, _, err = run_cli(capsys, monkeypatch, *run)
+    assert code == 0, err
+    saved = (workspace / "out" / "vocab.txt").read_bytes().decode("utf8").split("\n")
+    assert set(ODD_TOKENS) <= set(saved)
+    code, out, err = run_cli(capsys, monkeypatch, *run, "--training.max_steps", "3", "--resume")
+    assert code == 0 and "Resuming from step 2" in out, out + err
+    code, out, err = run_cli(capsys, monkeypatch, "perplexity", "out", "corpus.spacy")
+    assert code == 0 and "perplexity" in out, out + err

@@ -1,4 +1,4 @@
-"""tools/pretrain_in_time.py: calibrate, size one schedule to the time left, stop at the deadline, bring back in parts."""
+"""tools/pretrain_in_time.py: calibrate, size one schedule to the time left, stop at the deadline."""
 from pathlib import Path
 
 import pytest
@@ -37,10 +37,9 @@ def test_planned_steps_leave_time_for_set_up_pauses_and_the_finish():
         pretrain_in_time.plan_steps(100, 10, 100_000, 10_000)
 
 
-def test_a_planned_run_is_brought_back_in_parts(tmp_path: Path, setup, monkeypatch):
+def test_a_planned_run_follows_its_plan(tmp_path: Path, setup, monkeypatch):
     config, overrides = setup
     monkeypatch.setattr(pretrain_in_time, "plan_steps", lambda *args: 50)
-    monkeypatch.setattr(pretrain_in_time, "PART_BYTES", 100_000)
     result = pretrain_in_time.run(
         config, tmp_path / "run", seconds=600, overrides=overrides, init_from=None, precisions=["fp32"],
         calibration_steps=20, peak=0.002, started=pretrain_in_time.time.time(),
@@ -49,13 +48,7 @@ def test_a_planned_run_is_brought_back_in_parts(tmp_path: Path, setup, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.cfg", "run"]  # calibration removed
     planned = load_config(tmp_path / "run" / "config.cfg")
     assert (planned.training.max_steps, planned.optimizer.warmup_steps, planned.optimizer.anneal_steps) == (50, 10, 25)
-    back = tmp_path / "back"
-    back.mkdir()
-    (back / "weights.hdf5.part99").write_bytes(b"stale")
-    names = pretrain_in_time.bring_back(tmp_path / "run", back)
-    assert "metrics.jsonl" in names and "weights.hdf5.part01" in names
-    parts = sorted(back.glob("weights.hdf5.part*"))
-    assert b"".join(p.read_bytes() for p in parts) == (tmp_path / "run" / "weights.hdf5").read_bytes()
+    assert (tmp_path / "run" / "weights.hdf5").exists()
     with pytest.raises(pretrain_in_time.PlanError, match="already holds a run"):
         pretrain_in_time.run(
             config, tmp_path / "run", seconds=600, overrides=overrides, init_from=None, precisions=["fp32"],

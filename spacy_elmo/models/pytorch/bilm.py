@@ -7,7 +7,6 @@ from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder
 from .char_ids import BOS_IDS, EOS_IDS, distinct_rows
-from .int8_linear import check_precision
 from .lstm import BiLstmStack, DistinctInputs, LstmState, PackingPlan
 from .options import BiLMOptions
 from .select_rows import select_rows
@@ -21,14 +20,11 @@ class BiLMOutput:
     ``layers``: *Shape:* ``(batch, n_layers + 1, max_tokens, 2 * projection_dim)``;
     layer 0 is ``[token; token]``, layer j is ``[forward_j; backward_j]``, boundary
     tokens removed, zeros at padded positions. ``mask``: *Shape:*
-    ``(batch, max_tokens)``, True at real tokens. ``final_state``: per LSTM layer,
-    the state after each sentence's ``</S>`` (forward) and ``<S>`` (backward),
-    only when the boundary steps were run.
+    ``(batch, max_tokens)``, True at real tokens.
     """
 
     layers: Tensor
     mask: Tensor
-    final_state: Optional[List[LstmState]] = None
 
 
 @dataclass
@@ -56,9 +52,7 @@ class ElmoBiLM(nn.Module):
     """Character CNN + bidirectional LSTM language model (Peters et al. 2018).
 
     Sentences are encoded independently from a zero LSTM state, so a sentence
-    gets the same vectors whatever else is in the batch. Pass ``initial_state``
-    (and ``run_boundary_steps=True``) to replay the reference's stateful mode
-    (:class:`~.stateful_bilm.StatefulBiLM`).
+    gets the same vectors whatever else is in the batch.
     """
 
     def __init__(self, options: BiLMOptions) -> None:
@@ -80,18 +74,6 @@ class ElmoBiLM(nn.Module):
     def output_dim(self) -> int:
         return self.options.output_dim
 
-    @property
-    def precision(self) -> str:
-        """"fp32", or "int8" (opt-in): the LSTM's products in CPU inference in int8
-        where faster (:mod:`.int8_linear`); the token layer and training stay fp32."""
-        return self.lstm.precision
-
-    @precision.setter
-    def precision(self, value: str) -> None:
-        if value != self.lstm.precision:  # set on every forward of the spaCy layer
-            check_precision(value)
-            self.lstm.precision = value
-
     def weights_changed(self) -> None:
         """Drop what was derived from the weights; call after updating them
         outside torch (Thinc's optimizer writes into the parameters' memory)."""
@@ -99,43 +81,25 @@ class ElmoBiLM(nn.Module):
         self.lstm.weights_changed()
 
     def forward(
-        self,
-        char_ids: Tensor,
-        *,
-        token_cache: Optional[TokenVectorCache] = None,
-        initial_state: Optional[Sequence[LstmState]] = None,
-        run_boundary_steps: bool = False,
+        self, char_ids: Tensor, *, token_cache: Optional[TokenVectorCache] = None, precision: str = "fp32",
     ) -> BiLMOutput:
         """Encode a batch of sentences (boundary tokens are added here).
 
         :param char_ids: *Shape:* ``(batch, max_tokens, 50)``, int64, tokens
             left-aligned, all-zero rows for padded tokens.
-        :param initial_state: per LSTM layer, ``(h, c)`` for every sentence in
-            batch order; ``None`` (the default) starts from zeros.
-        :param run_boundary_steps: also run the forward step at ``</S>`` and the
-            backward step at ``<S>``, whose outputs are dropped but whose final
-            state a stateful caller needs; implied by ``initial_state``.
         :param token_cache: in prediction, look up the token vectors of words
             seen before instead of running the character CNN.
+        :param precision: "fp32", or "int8" (opt-in): in prediction on an x86
+            CPU, the LSTM's large products in int8 (:mod:`.lstm.int8_products`).
         """
         batch, max_tokens = char_ids.shape[:2]
         mask = (char_ids > 0).any(dim=2)
         lengths = mask.sum(dim=1)
-        if batch == 0 or (max_tokens == 0 and initial_state is None and not run_boundary_steps):
-            empty = self.lstm.biases[0].new_zeros(
-                (batch, self.n_output_layers, max_tokens, self.output_dim)
-            )
+        if batch == 0 or max_tokens == 0:
+            empty = self.lstm.biases[0].new_zeros((batch, self.n_output_layers, max_tokens, self.output_dim))
             return BiLMOutput(empty, mask)
-        encoding = self.encode_packed(
-            char_ids, mask, lengths, token_cache=token_cache, initial_state=initial_state,
-            run_boundary_steps=run_boundary_steps or initial_state is not None,
-        )
-        layers = self._unpack(encoding, lengths, max_tokens)
-        final_state = None
-        if run_boundary_steps or initial_state is not None:
-            restore = torch.argsort(encoding.sorted_order)
-            final_state = [(h[:, restore], c[:, restore]) for h, c in encoding.final_state]
-        return BiLMOutput(layers, mask, final_state)
+        encoding = self.encode_packed(char_ids, mask, lengths, token_cache=token_cache, precision=precision)
+        return BiLMOutput(self.unpack(encoding, lengths, max_tokens), mask)
 
     def encode_packed(
         self,
@@ -144,6 +108,7 @@ class ElmoBiLM(nn.Module):
         lengths: Tensor,
         *,
         token_cache: Optional[TokenVectorCache] = None,
+        precision: str = "fp32",
         initial_state: Optional[Sequence[LstmState]] = None,
         run_boundary_steps: bool = False,
     ) -> PackedEncoding:
@@ -152,7 +117,11 @@ class ElmoBiLM(nn.Module):
         Without boundary steps the forward direction covers positions
         ``0 .. n`` and the backward direction ``n + 1 .. 1`` of each
         ``<S> w_1 .. w_n </S>``: exactly what the output layers and the LM
-        objective (predict the next / previous word) need.
+        objective (predict the next / previous word) need. ``initial_state``
+        (per layer, ``(h, c)`` of every sentence in batch order) and
+        ``run_boundary_steps`` (also the forward step at ``</S>`` and the
+        backward one at ``<S>``) serve a caller that carries state between
+        batches, as the reference implementations do.
         """
         device = char_ids.device
         token_vectors, token_index = self._token_vectors(char_ids, mask, token_cache)
@@ -171,7 +140,9 @@ class ElmoBiLM(nn.Module):
         state = None
         if initial_state is not None:
             state = [(h[:, sorted_order], c[:, sorted_order]) for h, c in initial_state]
-        layers, final_state = self.lstm(inputs, plan, state, DistinctInputs(token_vectors, input_index))
+        layers, final_state = self.lstm(
+            inputs, plan, state, DistinctInputs(token_vectors, input_index), precision=precision
+        )
         return PackedEncoding(
             layers=layers, rows=rows, forward_positions=forward_positions,
             backward_positions=backward_positions, plan=plan, sorted_order=sorted_order,
@@ -196,7 +167,7 @@ class ElmoBiLM(nn.Module):
         token_index[:, 1:-1][mask] = inverse[2:]
         return token_vectors, token_index
 
-    def _unpack(self, encoding: PackedEncoding, lengths: Tensor, max_tokens: int) -> Tensor:
+    def unpack(self, encoding: PackedEncoding, lengths: Tensor, max_tokens: int) -> Tensor:
         """Gather the packed outputs into ``(batch, L + 1, max_tokens, 2 * proj)``."""
         batch = lengths.shape[0]
         n_rows = encoding.rows.shape[0]

@@ -6,10 +6,10 @@ from torch import Tensor, nn
 
 from .char_ids import PAD_CHAR
 from .options import BiLMOptions
-from .packed_linear import PackedWeights
+from .prepacked_linear import PrepackedWeights
 
 # Above this many distinct tokens MKL multiplies the highway matrices faster.
-_PACKED_MAX_ROWS = 256
+_PREPACKED_MAX_ROWS = 256
 # Tokens are convolved in groups by length (characters with <bow> and <eow>):
 # a group reads only the windows that touch its longest token's characters.
 _GROUP_MAX_CHARS = (8, 12, 16, 24)
@@ -43,7 +43,7 @@ class CharacterEncoder(nn.Module):
         self.projection = (
             nn.Linear(width, options.projection_dim) if options.has_char_projection else None
         )
-        self._packed = PackedWeights()
+        self._prepacked = PrepackedWeights()
         self.generation = 0
         self.reset_parameters()
 
@@ -51,7 +51,7 @@ class CharacterEncoder(nn.Module):
         """Forget what was derived from the weights (prepacked matrices), and
         count the change for caches of this encoder's outputs. In-place torch
         updates are seen without this; Thinc's optimizer is not."""
-        self._packed.clear()
+        self._prepacked.clear()
         self.generation += 1
 
     def reset_parameters(self) -> None:
@@ -78,7 +78,7 @@ class CharacterEncoder(nn.Module):
         features = self._filter_features(char_ids)
         width = features.shape[1]
         for k, (weight, bias) in enumerate(zip(self.highway_weights, self.highway_biases)):
-            projected = self._packed.matmul(features, weight, (k,), bias=bias, max_rows=_PACKED_MAX_ROWS)
+            projected = self._prepacked.matmul(features, weight, (k,), bias=bias, max_rows=_PREPACKED_MAX_ROWS)
             if projected is None:
                 projected = torch.addmm(bias, features, weight)
             transform = torch.relu(projected[:, :width])

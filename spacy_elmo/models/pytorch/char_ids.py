@@ -68,7 +68,7 @@ def distinct_rows(char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     On the CPU the rows are compared as byte strings: the ids (0 .. 261) are
     written as big-endian 16-bit integers, whose bytes sort as their values do,
     and NumPy sorts fixed-size byte strings about 5x faster than torch finds
-    unique rows (docs/results/speed.md). Ids outside 0 .. 32767 would not fit
+    unique rows. Ids outside 0 .. 32767 would not fit
     and go through ``torch.unique``.
 
     :param char_ids: *Shape:* ``(n_rows, 50)``, integer.

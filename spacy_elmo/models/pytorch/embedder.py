@@ -13,6 +13,7 @@ import torch
 from .batching import length_sorted_batches
 from .bilm import ElmoBiLM
 from .char_ids import batch_to_char_ids
+from .lstm.int8_products import check_precision
 from .token_vector_cache import TokenVectorCache
 
 Sentence = Sequence[str]
@@ -31,7 +32,7 @@ class ElmoEmbedder:
     :param token_cache_size: keep the token vectors of up to this many distinct
         words, so a word seen before skips the character CNN (0: off).
     :param precision: "fp32", or "int8" for the LSTM's products on an x86 CPU
-        with AVX2 or VNNI (see :attr:`ElmoBiLM.precision`).
+        with AVX2 or VNNI (see :meth:`ElmoBiLM.forward`).
     :param max_length: a sentence longer than this many tokens is encoded in
         spans of at most this many (each from a zero state, as in the spaCy
         component), so memory stays bounded on any input.
@@ -55,7 +56,8 @@ class ElmoEmbedder:
         self.token_cache = TokenVectorCache(token_cache_size)
         self.device = torch.device(device)
         self.bilm = bilm.to(self.device).eval()
-        self.bilm.precision = precision
+        check_precision(precision)
+        self.precision = precision
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.sort_window = sort_window
@@ -96,5 +98,5 @@ class ElmoEmbedder:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
             char_ids = batch_to_char_ids(sentences).to(self.device)
-            layers = self.bilm(char_ids, token_cache=self.token_cache).layers.to("cpu", torch.float32).numpy()
+            layers = self.bilm(char_ids, token_cache=self.token_cache, precision=self.precision).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]

@@ -1,4 +1,6 @@
 """The biLM hyper-parameters, as stored in bilm-tf/AllenNLP `options.json`."""
+import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -51,7 +53,13 @@ class BiLMOptions:
     @classmethod
     def from_dict(cls, options: Dict[str, Any], *, source: str = "options") -> "BiLMOptions":
         """Read the `options.json` layout; a missing or invalid value raises
-        `OptionsError` naming `source` and the key (``lstm.dim``)."""
+        `OptionsError` naming `source`, the key (``lstm.dim``) and the value.
+
+        Every number is checked, also under keys this class keeps in `extra`: finite
+        (Python's json reads NaN and Infinity), and for the biLM's own keys a whole
+        number where it must be one (a bool is not) and in range.
+        """
+        _check_every_value(options, source)
         get = _OptionReader(options, source)
         activation = get("char_cnn.activation", str)
         if activation not in ("relu", "tanh"):
@@ -61,16 +69,6 @@ class BiLMOptions:
             raise OptionsError(
                 f"{source}: char_cnn.max_characters_per_token must be 50 (the "
                 f"character-id layout), got {max_chars}"
-            )
-        raw_filters = get("char_cnn.filters", list)
-        try:
-            filters = tuple((int(width), int(count)) for width, count in raw_filters)
-        except (TypeError, ValueError):
-            filters = ()
-        if not filters or any(width < 1 or width > max_chars or count < 1 for width, count in filters):
-            raise OptionsError(
-                f"{source}: invalid char_cnn.filters {raw_filters!r} (expected [[width, count], ...] "
-                f"with 1 <= width <= {max_chars} and count >= 1)"
             )
         lstm_dim = get("lstm.dim", int, minimum=1)
         known = {
@@ -84,14 +82,14 @@ class BiLMOptions:
                 extra[section] = rest
         return cls(
             char_embedding_dim=get("char_cnn.embedding.dim", int, minimum=1),
-            filters=filters,
-            n_highway=get("char_cnn.n_highway", int, minimum=0),
+            filters=get.filters(max_width=max_chars),
+            n_highway=get("char_cnn.n_highway", int, minimum=0, maximum=MAX_REPEATS),
             activation=activation,
-            n_characters=get("char_cnn.n_characters", int, default=262, minimum=2),
+            n_characters=get("char_cnn.n_characters", int, default=262, minimum=262),
             max_characters_per_token=max_chars,
             lstm_dim=lstm_dim,
             projection_dim=get("lstm.projection_dim", int, default=lstm_dim, minimum=1),
-            n_layers=get("lstm.n_layers", int, minimum=1),
+            n_layers=get("lstm.n_layers", int, minimum=1, maximum=MAX_REPEATS),
             cell_clip=get("lstm.cell_clip", float, default=None, minimum=0),
             proj_clip=get("lstm.proj_clip", float, default=None, minimum=0),
             use_skip_connections=get("lstm.use_skip_connections", bool, default=False),
@@ -124,7 +122,19 @@ class BiLMOptions:
         return options
 
 
+#: The most LSTM layers, highway layers or CNN filters options may declare (the published
+#: models have 2, at most 2 and 7). Each is a module of its own: 10**9 of them would take
+#: all memory before the biLM's size could even be counted.
+MAX_REPEATS = 64
+#: How deep `options.json` may nest: the layout itself goes three levels deep
+#: (``char_cnn.filters[0][1]``); deeper, reading and writing the file would recurse without end.
+MAX_DEPTH = 32
+
 _MISSING = object()
+
+
+class _Invalid(Exception):
+    """A value is not what its key needs; the message names the key, not the file."""
 
 
 class _OptionReader:
@@ -134,30 +144,85 @@ class _OptionReader:
         self.options = options
         self.source = source
 
-    def __call__(self, key: str, kind: type, *, default: Any = _MISSING, minimum: Optional[float] = None) -> Any:
+    def __call__(
+        self, key: str, kind: type, *, default: Any = _MISSING,
+        minimum: Optional[float] = None, maximum: Optional[float] = None,
+    ) -> Any:
+        value = self._lookup(key)
+        if value is _MISSING or (value is None and default is None):
+            if default is _MISSING:
+                raise OptionsError(f"{self.source}: missing option {key}")
+            return default
+        try:
+            if kind in (int, float):
+                return _number(key, value, kind, minimum, maximum)
+            if not isinstance(value, kind):
+                raise _Invalid(f"{key} must be a {kind.__name__}, got {reprlib.repr(value)}")
+        except _Invalid as err:
+            raise OptionsError(f"{self.source}: {err}") from None
+        return value
+
+    def filters(self, *, max_width: int) -> Tuple[Tuple[int, int], ...]:
+        """``char_cnn.filters``: 1 to :data:`MAX_REPEATS` pairs [width, count]."""
+        raw = self("char_cnn.filters", list)
+        try:
+            if not 1 <= len(raw) <= MAX_REPEATS:
+                raise _Invalid(f"char_cnn.filters has {len(raw)} filters, not 1 to {MAX_REPEATS}")
+            return tuple(self._filter(f"char_cnn.filters[{i}]", pair, max_width) for i, pair in enumerate(raw))
+        except _Invalid as err:
+            raise OptionsError(
+                f"{self.source}: invalid char_cnn.filters: {err} (expected [[width, count], ...] "
+                f"with 1 <= width <= {max_width} and count >= 1)"
+            ) from None
+
+    @staticmethod
+    def _filter(key: str, pair: Any, max_width: int) -> Tuple[int, int]:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise _Invalid(f"{key} must be [width, count], got {reprlib.repr(pair)}")
+        return _number(f"{key}[0]", pair[0], int, 1, max_width), _number(f"{key}[1]", pair[1], int, 1, None)
+
+    def _lookup(self, key: str) -> Any:
         value: Any = self.options
         parts = key.split(".")
         for depth, part in enumerate(parts):
             if not isinstance(value, dict):
                 where = ".".join(parts[:depth]) or "the options"
-                raise OptionsError(f"{self.source}: {where} must be an object, got {value!r}")
+                raise OptionsError(f"{self.source}: {where} must be an object, got {reprlib.repr(value)}")
             value = value.get(part, _MISSING)
             if value is _MISSING:
                 break
-        if value is _MISSING or (value is None and default is None):
-            if default is _MISSING:
-                raise OptionsError(f"{self.source}: missing option {key}")
-            return default
-        if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise OptionsError(f"{self.source}: {key} must be a number, got {value!r}")
-        if kind is int and value != int(value):
-            raise OptionsError(f"{self.source}: {key} must be a whole number, got {value!r}")
-        if kind in (str, list, bool) and not isinstance(value, kind):
-            raise OptionsError(f"{self.source}: {key} must be a {kind.__name__}, got {value!r}")
-        value = kind(value)
-        if minimum is not None and value < minimum:
-            raise OptionsError(f"{self.source}: {key} must be at least {minimum}, got {value!r}")
         return value
+
+
+def _number(key: str, value: Any, kind: type, minimum: Optional[float], maximum: Optional[float]) -> Any:
+    """`value` as a `kind` (int or float) in [minimum, maximum], or `_Invalid`: the one
+    check of an option's number (its finiteness: :func:`_check_every_value`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Invalid(f"{key} must be a number, got {reprlib.repr(value)}")
+    if kind is int and value != int(value):
+        raise _Invalid(f"{key} must be a whole number, got {value!r}")
+    value = kind(value)
+    if minimum is not None and value < minimum:
+        raise _Invalid(f"{key} must be at least {minimum}, got {reprlib.repr(value)}")
+    if maximum is not None and value > maximum:
+        raise _Invalid(f"{key} must be at most {maximum}, got {reprlib.repr(value)}")
+    return value
+
+
+def _check_every_value(options: Any, source: str) -> None:
+    """Refuse NaN and infinities under any key, and nesting deeper than :data:`MAX_DEPTH`."""
+    pending: List[Tuple[str, Any, int]] = [("", options, 0)]
+    while pending:  # a loop, not recursion: the depth is what is being checked
+        key, value, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            shown = key if len(key) <= 60 else key[:57] + "..."
+            raise OptionsError(f"{source}: {shown} is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise OptionsError(f"{source}: {key} must be a finite number, got {value!r}")
+        if isinstance(value, dict):
+            pending.extend((f"{key}.{name}" if key else str(name), child, depth + 1) for name, child in value.items())
+        elif isinstance(value, (list, tuple)):
+            pending.extend((f"{key}[{i}]", child, depth + 1) for i, child in enumerate(value))
 
 
 def _options(

@@ -4,13 +4,14 @@ Every conversion is a pure re-arrangement (transpose, permutation, slicing), so 
 loaded-then-saved model has bit-identical datasets.
 """
 import json
+import math
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy
 import torch
 
-from ...errors import OptionsError, WeightsError
+from ...errors import OptionsError, WeightsError, one_line
 from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 from .bilm import ElmoBiLM
 from .options import BiLMOptions
@@ -26,19 +27,57 @@ _MODEL_GROUPS = ("char_embed", "CNN", "RNN_")
 _FILE_TO_MODEL_GATES = (0, 2, 3, 1)
 _MODEL_TO_FILE_GATES = (0, 3, 1, 2)
 
+#: The most parameters a biLM read from files may have: four times the largest published
+#: ELMo (`original`, and `original-5.5b` of the same shapes: 93.6M), 1.6 GB as float32.
+#: It is checked on what the files declare, before anything is read: an options.json and
+#: a weights.hdf5 of 29 KB together can declare a kernel of 75 GiB.
+MAX_PARAMETERS = 400_000_000
+# A chunk may hold this many values more than its dataset (HDF5 decompresses whole chunks).
+_CHUNK_SLACK = 1 << 20
+# What a weights dataset that is not numbers holds, by numpy's dtype kind.
+_NOT_NUMBERS = {"O": "strings", "S": "strings", "U": "strings", "V": "records (a compound type)"}
 
-def read_options(path: PathLike) -> BiLMOptions:
+
+def read_options(path: PathLike, *, shown: Optional[str] = None) -> BiLMOptions:
+    """The options in `path`: every value checked, and the biLM they describe at most
+    :data:`MAX_PARAMETERS` large. Messages name `shown` (default: the path)."""
     path = Path(path)
+    source = shown or str(path)
     _check_regular_file(path, OptionsError, "Options")
     try:
         text = path.read_text(encoding="utf8")
     except OSError as err:
         raise OptionsError(f"Cannot read options file {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise OptionsError(f"{source}: not UTF-8 text (byte {err.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise OptionsError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-    return BiLMOptions.from_dict(data, source=str(path))
+        raise OptionsError(f"{source}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except ValueError as err:  # an integer of more than 4,300 digits
+        raise OptionsError(f"{source}: not valid JSON ({one_line(err).split(':')[0]})") from None
+    except RecursionError:
+        raise OptionsError(f"{source}: not valid JSON (nested too deeply)") from None
+    options = BiLMOptions.from_dict(data, source=source)
+    check_parameter_count(options, source)
+    return options
+
+
+def check_parameter_count(options: BiLMOptions, source: str) -> None:
+    """Refuse options that describe a biLM of more than :data:`MAX_PARAMETERS` parameters."""
+    n_parameters = sum(math.prod(shape) for shape in expected_shapes(options).values())
+    if n_parameters > MAX_PARAMETERS:
+        raise OptionsError(
+            f"{source}: describes a biLM of {n_parameters:,} parameters, more than the {MAX_PARAMETERS:,} "
+            "spacy-elmo loads (4 times the largest published ELMo); check lstm.dim, lstm.projection_dim, "
+            "char_cnn.filters and char_cnn.n_characters"
+        )
+
+
+def declared_values(dataset: Any) -> int:
+    """How many values reading an HDF5 `dataset` may hold in memory: its own, or one
+    chunk's when that is more (a resizable dataset's chunk may be larger than it)."""
+    return max(dataset.size or 0, math.prod(dataset.chunks or ()))
 
 
 def resolve_paths(
@@ -131,9 +170,10 @@ def read_hdf5_arrays(
     expected (a third LSTM layer when the options say two) raises `WeightsError`:
     the options do not describe the file.
 
-    A missing, unreadable or non-finite dataset or a wrong shape raises
-    `WeightsError` naming the file, the dataset (and both shapes); `why` says where
-    the expected shapes come from.
+    A missing, unreadable or non-finite dataset, a wrong shape or a dataset that is
+    not numbers raises `WeightsError` naming the file, the dataset (and both shapes);
+    `why` says where the expected shapes come from. Every dataset's shape, type and
+    chunks are checked before any is read, so what is read is only what is expected.
     """
     import h5py
 
@@ -154,15 +194,8 @@ def read_hdf5_arrays(
                     f"{path}: dataset '{unused[0]}'{more} is not part of the biLM {why} "
                     f"(do the options' lstm.n_layers, char_cnn.filters and char_cnn.n_highway match the file?)"
                 )
-        for name, shape in expected.items():
-            dataset = _stored_dataset(handle, name, path)
-            if dataset is None:
-                raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} {why})")
-            actual = tuple(dataset.shape)
-            if actual != shape:
-                raise WeightsError(
-                    f"{path}: dataset '{name}' has shape {actual}, but {why} it should be {shape}"
-                )
+        datasets = {name: _declared_dataset(handle, name, shape, path, why) for name, shape in expected.items()}
+        for name, dataset in datasets.items():
             try:
                 array = numpy.asarray(dataset[...], dtype=numpy.float32)
             except OSError as err:
@@ -175,6 +208,26 @@ def read_hdf5_arrays(
                 )
             arrays[name] = array
     return arrays
+
+
+def _declared_dataset(handle: Any, name: str, shape: Tuple[int, ...], path: PathLike, why: str) -> Any:
+    """The dataset `name`, once what it declares (shape, type, chunks) fits `shape`."""
+    dataset = _stored_dataset(handle, name, path)
+    if dataset is None:
+        raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} {why})")
+    actual = tuple(dataset.shape or ())
+    if actual != shape:
+        raise WeightsError(f"{path}: dataset '{name}' has shape {actual}, but {why} it should be {shape}")
+    kind = dataset.dtype.kind
+    if kind not in "fiu":
+        what = _NOT_NUMBERS.get(kind, f"{dataset.dtype.name} values")
+        raise WeightsError(f"{path}: dataset '{name}' holds {what}, not numbers; the file is not biLM weights")
+    if declared_values(dataset) > math.prod(shape) + _CHUNK_SLACK:
+        raise WeightsError(
+            f"{path}: dataset '{name}' declares chunks of {math.prod(dataset.chunks):,} values, far more "
+            f"than its {math.prod(shape):,}; refused before reading it"
+        )
+    return dataset
 
 
 def _check_regular_file(path: Path, error: type, what: str) -> None:

@@ -96,7 +96,7 @@ def _refuse_narrowing(what: str, unit: str, old: int, new: int) -> None:
 
 def _grown(bilm: ElmoBiLM, options: BiLMOptions, grow: GrowParameter, *, added: Sequence[str] = ()) -> ElmoBiLM:
     """A new biLM of `options` with each of `bilm`'s parameters written into it by
-    `grow`, and `bilm`'s settings (dropout, precision, direction threads, mode, device).
+    `grow`, and `bilm`'s settings (dropout, mode, device).
     `added`: the parameters only the new biLM has, which the caller sets."""
     parameter = bilm.lstm.biases[0]
     wide = ElmoBiLM(options).to(parameter.device, parameter.dtype)
@@ -106,5 +106,4 @@ def _grown(bilm: ElmoBiLM, options: BiLMOptions, grow: GrowParameter, *, added: 
         for name, value in sources.items():
             grow(name, value, targets[name])
     wide.set_dropout(bilm.lstm.dropout)
-    wide.lstm.precision, wide.lstm.parallel_directions = bilm.lstm.precision, bilm.lstm.parallel_directions
     return wide.train(bilm.training)

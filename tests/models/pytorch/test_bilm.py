@@ -69,36 +69,31 @@ def test_repeated_tokens_share_one_character_encoding(fixture_bilm, monkeypatch)
     assert seen == [5]  # <S>, </S>, the, cat, dog
 
 
-@pytest.mark.parametrize("directions_in_threads", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
 def test_first_layer_product_over_distinct_tokens_gives_the_same_vectors(
-    fixture_bilm, sentences, monkeypatch, directions_in_threads
+    fixture_bilm, sentences, monkeypatch, threads
 ):
     """In prediction, large first-layer weights multiply each distinct token once
     (forced here for the fixture's small ones) and give the chunked product's vectors."""
-    from spacy_elmo.models.pytorch import lstm, lstm_policy
+    from spacy_elmo.models.pytorch.lstm import prediction, stack
 
     batch = sentences[:12]
     chunked = _encode(fixture_bilm, batch).layers
-    monkeypatch.setattr(lstm_policy, "_MIN_INPUT_WEIGHTS_FOR_TABLE", 0)
-    if directions_in_threads:
-        monkeypatch.setattr(lstm_policy, "_MIN_STEP_WEIGHTS_FOR_THREADS", 0)
-    rows = []
-    matmul = lstm.BiLstmStack._matmul
-
-    def spy(self, add, x, weight, key, gates=False):
-        if key[0] == 0 and key[2] == 2:  # the first layer's input product
-            rows.append(x.shape[1])
-        return matmul(self, add, x, weight, key, gates=gates)
-
-    monkeypatch.setattr(lstm.BiLstmStack, "_matmul", spy)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # the directions go to threads only with two
+    monkeypatch.setattr(prediction, "MIN_INPUT_WEIGHTS_FOR_TABLE", 0)
+    monkeypatch.setattr(stack, "MIN_STEP_WEIGHTS_FOR_THREADS", 0)
+    tables = []
+    table_gate_inputs = prediction._table_gate_inputs
+    monkeypatch.setattr(
+        prediction, "_table_gate_inputs", lambda *args: tables.append(args[5].vectors.shape[0]) or table_gate_inputs(*args)
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)  # 2: the directions on two threads
     try:
         table = _encode(fixture_bilm, batch).layers
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
     n_distinct = len({token for sentence in batch for token in sentence}) + 2  # <S>, </S>
-    assert rows == ([n_distinct] * 2 if directions_in_threads else [n_distinct])
+    assert tables == [n_distinct] * threads
     assert torch.allclose(table, chunked, rtol=1e-6, atol=1e-6)
 
 
@@ -181,9 +176,8 @@ def test_prepacked_weights_follow_parameter_updates(fixture_bilm):
         fixture_bilm.lstm.hidden_weights[0].mul_(0.5)
         fixture_bilm.char_encoder.highway_weights[0].mul_(0.5)
     after = _encode(fixture_bilm, batch).layers
-    fixture_bilm.lstm.parallel_directions = False
-    fixture_bilm.lstm._packed.enabled = False
-    fixture_bilm.char_encoder._packed.enabled = False
+    fixture_bilm.lstm._products._prepacked.enabled = False
+    fixture_bilm.char_encoder._prepacked.enabled = False
     plain = _encode(fixture_bilm, batch).layers
     assert not torch.allclose(before, after)
     torch.testing.assert_close(after, plain, rtol=0, atol=1e-6)
@@ -192,12 +186,16 @@ def test_prepacked_weights_follow_parameter_updates(fixture_bilm):
 def test_dropout_is_reproducible_with_directions_in_threads():
     bilm = ElmoBiLM(NAMED_SIZES["fixture"]).train()
     bilm.lstm.dropout = 0.3
-    bilm.lstm.parallel_directions = True  # threads from three sentences on
     char_ids = batch_to_char_ids([["a", "b", "c", "d"], ["e", "f"], ["g"]])
     runs = []
-    for _ in range(2):
-        torch.manual_seed(7)
-        runs.append(bilm(char_ids).layers.detach())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # training runs the directions on two threads
+    try:
+        for _ in range(2):
+            torch.manual_seed(7)
+            runs.append(bilm(char_ids).layers.detach())
+    finally:
+        torch.set_num_threads(threads)
     torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)
     bilm.eval()
     assert not torch.allclose(bilm(char_ids).layers, runs[0])

@@ -1,4 +1,5 @@
 """Reading and writing the bilm-tf/AllenNLP `options.json` + `weights.hdf5` format."""
+import dataclasses
 import json
 import shutil
 
@@ -109,6 +110,16 @@ def test_bad_options(reference_dir, tmp_path, content, message):
         ("lstm", "projection_dim", 1.5, "lstm.projection_dim must be a whole number, got 1.5"),
         ("char_cnn", "n_highway", -1, "char_cnn.n_highway must be at least 0, got -1"),
         ("char_cnn", "activation", "gelu", "char_cnn.activation must be 'relu' or 'tanh', got 'gelu'"),
+        ("lstm", "cell_clip", float("nan"), "lstm.cell_clip must be a finite number, got nan"),
+        ("lstm", "proj_clip", float("-inf"), "lstm.proj_clip must be a finite number, got -inf"),
+        ("lstm", "dim", float("inf"), "lstm.dim must be a finite number, got inf"),
+        ("lstm", "n_layers", 65, "lstm.n_layers must be at most 64, got 65"),
+        ("char_cnn", "n_highway", 10**30, "char_cnn.n_highway must be at most 64, got 1000000000000000000000000000000"),
+        ("char_cnn", "n_characters", 261, "char_cnn.n_characters must be at least 262, got 261"),
+        ("char_cnn", "filters", [[1.9, 4]], "invalid char_cnn.filters: char_cnn.filters[0][0] must be a whole "
+         "number, got 1.9 (expected [[width, count], ...] with 1 <= width <= 50 and count >= 1)"),
+        ("char_cnn", "filters", [[1, 4]] * 65, "invalid char_cnn.filters: char_cnn.filters has 65 filters, not 1 "
+         "to 64 (expected [[width, count], ...] with 1 <= width <= 50 and count >= 1)"),
     ],
 )
 def test_invalid_option_values_name_their_key_once(reference_dir, tmp_path, section, key, value, message):
@@ -216,4 +227,28 @@ def test_a_fifo_as_weights_or_options_is_refused_not_waited_on(reference_dir, tm
     os.mkfifo(model / name)
     error = WeightsError if which == "weights" else OptionsError
     with pytest.raises(error, match=f"{name} is not a regular file"):
+        load_bilm(model / "lm_weights.hdf5")
+
+
+def test_the_published_sizes_fit_the_loaders_bound_with_room():
+    from spacy_elmo.models.pytorch.original_format import MAX_PARAMETERS, check_parameter_count
+
+    for name, options in NAMED_SIZES.items():
+        check_parameter_count(options, name)
+    original = sum(int(numpy.prod(shape)) for shape in expected_shapes(NAMED_SIZES["original"]).values())
+    assert 4 * original <= MAX_PARAMETERS < 5 * original
+    with pytest.raises(OptionsError, match=r"^wide: describes a biLM of [\d,]+ parameters, more than the 400,000,000"):
+        check_parameter_count(dataclasses.replace(NAMED_SIZES["original"], lstm_dim=8 * 4096), "wide")
+
+
+def test_a_chunk_far_larger_than_its_dataset_is_refused_before_it_is_read(reference_dir, tmp_path, monkeypatch):
+    """HDF5 decompresses whole chunks: a resizable dataset of 4 values may declare chunks of 10**9."""
+    model = _copy_fixture(reference_dir, tmp_path)
+    with h5py.File(model / "lm_weights.hdf5", "a") as handle:
+        shape = handle["CNN/b_cnn_0"].shape
+        del handle["CNN/b_cnn_0"]
+        handle.create_dataset("CNN/b_cnn_0", shape=shape, maxshape=(None,), chunks=(10**9,), dtype="float32")
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", lambda *args: pytest.fail("a dataset was read"))
+    message = r"dataset 'CNN/b_cnn_0' declares chunks of 1,000,000,000 values, far more than its 4;"
+    with pytest.raises(WeightsError, match=message):
         load_bilm(model / "lm_weights.hdf5")

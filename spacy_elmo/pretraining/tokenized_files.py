@@ -1,0 +1,71 @@
+"""Tokenized corpus files kept beside a run, so its text is tokenized once.
+
+The vocabulary pass reads every training file from start to end; while it does,
+each file's records (their sentences and their place in the file) are written to
+one JSON line each. Training then streams those lines instead of tokenizing the
+text again, every epoch and after a resume. A cache is tied to its source file's
+size and modification time and to the tokenizer settings: when either changes, it
+is simply not used.
+"""
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Tuple
+
+from ..output_files import atomic_output_path
+
+Sentence = List[str]
+#: One record: its sentences, and the (offset, line) a reader resumes from after it.
+CachedRecord = Tuple[List[Sentence], int, int]
+
+
+def file_identity(path: Path) -> List:
+    """A file as a cache or a checkpoint knows it: ``[resolved path, size, modification time (ns)]``."""
+    stat = path.stat()
+    return [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+
+
+class TokenizedFiles:
+    """Tokenized records of corpus files, in `directory`.
+
+    :param settings: everything besides the file that decides a record's
+        sentences (tokenizer, sentence splitting, window, format, text field).
+    """
+
+    def __init__(self, directory: Path, settings: str) -> None:
+        self.directory = Path(directory)
+        self.settings = settings
+
+    def path(self, source: Path) -> Path:
+        key = json.dumps([*file_identity(source), self.settings])
+        return self.directory / f"{source.name}.{hashlib.sha1(key.encode('utf8')).hexdigest()[:16]}.jsonl"
+
+    def records(self, source: Path, start: int) -> Optional[Iterator[CachedRecord]]:
+        """The cached records of `source` from byte offset (or document) `start`
+        on, or None when `source` has no complete cache."""
+        path = self.path(source)
+        if not path.is_file():
+            return None
+        return _read(path, start)
+
+    @contextlib.contextmanager
+    def writer(self, source: Path) -> Iterator[Callable[[int, CachedRecord], None]]:
+        """Yield ``add(record_start, record)`` for a whole pass over `source`; the
+        cache appears only if the pass completes (no exception, no early close)."""
+        with atomic_output_path(self.path(source)) as tmp, tmp.open("w", encoding="utf8") as handle:
+
+            def add(start: int, record: CachedRecord) -> None:
+                sentences, next_start, next_line = record
+                handle.write(json.dumps([start, next_start, next_line, sentences], ensure_ascii=False) + "\n")
+
+            yield add
+
+
+def _read(path: Path, start: int) -> Iterator[CachedRecord]:
+    with path.open(encoding="utf8") as handle:
+        for line in handle:
+            if start and int(line[1 : line.index(",")]) < start:
+                continue  # resuming: records before the saved position
+            _, next_start, next_line, sentences = json.loads(line)
+            yield sentences, next_start, next_line

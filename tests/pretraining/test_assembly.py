@@ -1,0 +1,89 @@
+"""Assembling the language model: new weights, a pretrained biLM and softmax, a checkpoint's state."""
+import dataclasses
+
+import pytest
+import torch
+
+from spacy_elmo.models.pytorch.options import NAMED_SIZES
+from spacy_elmo.models.pytorch.original_format import save_bilm
+from spacy_elmo.pretraining.config import SoftmaxConfig
+from spacy_elmo.errors import CheckpointError, ConfigError
+from spacy_elmo.pretraining.assembly import assemble_model, growth, negative_samples
+from spacy_elmo.pretraining.softmax import save_softmax
+
+FIXTURE = NAMED_SIZES["fixture"]
+
+
+def test_a_new_model_has_the_sizes_of_its_options_and_the_dropout():
+    model = assemble_model(50, dropout=0.2, options=FIXTURE)
+    assert model.bilm.options == FIXTURE and model.output_dropout == 0.2
+    assert model.softmax.weight.shape == (50, FIXTURE.projection_dim)
+
+
+def test_a_pretrained_biLM_and_its_softmax_are_read_back(tmp_path):
+    torch.manual_seed(0)
+    model = assemble_model(50, options=FIXTURE)
+    save_bilm(model.bilm, tmp_path)
+    save_softmax(model.softmax, tmp_path / "softmax.hdf5")
+    again = assemble_model(50, pretrained=(tmp_path, None), softmax=tmp_path / "softmax.hdf5")
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(again.state_dict()[name], value, rtol=0, atol=0)
+    assert assemble_model(50, pretrained=(tmp_path, None)).softmax.weight.shape == (50, FIXTURE.projection_dim)
+
+
+def test_a_saved_state_is_loaded_and_one_that_does_not_fit_is_refused():
+    state = assemble_model(50, options=FIXTURE).state_dict()
+    model = assemble_model(50, options=FIXTURE, state=state)
+    torch.testing.assert_close(model.softmax.weight, state["softmax.weight"], rtol=0, atol=0)
+    with pytest.raises(CheckpointError, match="The checkpoint's weights do not fit its model"):
+        assemble_model(60, options=FIXTURE, state=state)
+
+
+def test_the_biLM_comes_from_options_or_a_pretrained_model_not_both(tmp_path):
+    with pytest.raises(ValueError):
+        assemble_model(50)
+    with pytest.raises(ValueError):
+        assemble_model(50, options=FIXTURE, pretrained=(tmp_path, None))
+
+
+@pytest.mark.parametrize(
+    "kind,vocab_size,expected",
+    [("auto", 100, None), ("auto", 200, 20), ("full", 200, None), ("sampled", 100, 20)],
+)
+def test_negative_samples_follow_the_softmax_kind_and_the_vocabulary_size(kind, vocab_size, expected):
+    assert negative_samples(SoftmaxConfig(kind=kind, max_full_vocab=150, n_negative_samples=20), vocab_size) == expected
+
+
+def test_more_negatives_than_words_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"softmax.n_negative_samples \(20\) must be smaller than the vocabulary \(20 words\)"):
+        negative_samples(SoftmaxConfig(kind="sampled", max_full_vocab=150, n_negative_samples=20), 20)
+
+
+def test_growth_names_the_sizes_that_grow_and_refuses_narrowing(tmp_path):
+    save_bilm(assemble_model(50, options=FIXTURE).bilm, tmp_path)
+    own = (FIXTURE.lstm_dim, FIXTURE.projection_dim)
+    assert growth((tmp_path, None), lstm_dim=own[0], projection_dim=None) == {}
+    assert growth((tmp_path, None), lstm_dim=own[0] + 8, projection_dim=own[1] + 4) == {
+        "lstm_dim": (own[0], own[0] + 8), "projection_dim": (own[1], own[1] + 4),
+    }
+    with pytest.raises(ConfigError, match=f"has {own[1]} dimensions: --init-from can widen a biLM's projection"):
+        growth((tmp_path, None), projection_dim=own[1] - 1)
+
+
+def test_growing_the_projection_to_the_width_of_the_character_CNN_is_refused(tmp_path):
+    save_bilm(assemble_model(50, options=FIXTURE).bilm, tmp_path)
+    with pytest.raises(ConfigError, match="the width of .* character CNN"):
+        growth((tmp_path, None), projection_dim=FIXTURE.n_filters)
+
+
+def test_a_widened_projection_widens_the_softmax_read_with_it(tmp_path):
+    torch.manual_seed(0)
+    model = assemble_model(50, options=FIXTURE)
+    save_bilm(model.bilm, tmp_path)
+    save_softmax(model.softmax, tmp_path / "softmax.hdf5")
+    wide = assemble_model(
+        50, pretrained=(tmp_path, None), softmax=tmp_path / "softmax.hdf5", projection_dim=FIXTURE.projection_dim + 4
+    )
+    assert wide.bilm.options == dataclasses.replace(FIXTURE, projection_dim=FIXTURE.projection_dim + 4)
+    torch.testing.assert_close(wide.softmax.weight[:, : FIXTURE.projection_dim], model.softmax.weight, rtol=0, atol=0)
+    assert wide.softmax.weight[:, FIXTURE.projection_dim :].abs().max() == 0
