@@ -121,6 +121,7 @@ def _train_steps(output_dir: Path):
     return [r["step"] for r in MetricsLog(output_dir / "metrics.jsonl").read() if r["kind"] == "train"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
     """SIGKILL at an arbitrary moment, then --resume: every step is logged once, up to the end."""
     output_dir = tmp_path / "out"
@@ -168,6 +169,7 @@ def test_sigterm_stops_like_ctrl_c_and_leaves_no_temp_files(tmp_path, tiny_text)
     assert not list(output_dir.glob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_a_directory_in_use_by_a_run_is_refused_to_a_second_run(tmp_path, tiny_text):
     """A run holds its output directory; another run or a --resume there gets one line."""
     output_dir = tmp_path / "out"

@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.default_config import default_config_text
@@ -24,6 +26,7 @@ def _torchrun(config_path, output_dir, overrides, *extra):
     return result
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_train_on_their_own_shares(tmp_path, tiny_text):
     config_path = tmp_path / "pretrain.cfg"
     config_path.write_text(default_config_text(size="fixture"), encoding="utf8")

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import spacy
 from spacy.tokens import DocBin
 
@@ -183,6 +185,7 @@ def test_a_run_keeps_the_files_it_did_not_write_in_its_output_directory(workspac
     assert all(path.read_text(encoding="utf8") == "the user's" for path in kept)
 
 
+@pytest.mark.slow
 def test_one_very_long_line_keeps_embed_memory_bounded(workspace):
     """A 100,000-token line cut into spans (here of 2,000 tokens, below the memory bound's
     31,895 for this biLM) is encoded with about a short line's peak memory."""
