@@ -3,13 +3,14 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 SHARED = Path(os.environ.get("SPACY_ELMO_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 #: Committed with the tests (Apache-2.0, see its README): a missing file is a broken checkout.
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "elmo_reference"
 DATA = SHARED / "data"
 # Without a GPU, Triton's kernels run in its interpreter on CPU tensors (set before triton is imported).
-if not os.environ.get("CUDA_VISIBLE_DEVICES") and not Path("/dev/nvidia0").exists():
+if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
@@ -23,8 +24,6 @@ def _require(path: Path) -> Path:
 @pytest.fixture()
 def one_torch_thread():
     """Tiny models run fastest (and reproducibly) on one thread, also on a busy machine."""
-    import torch
-
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -209,17 +209,22 @@ def _endless(handler) -> None:
             return
 
 
+def _drip(handler, byte: bytes = b"x", *, times: int = 20, pause: float = 0.2) -> None:
+    """Send `byte` `times` times, `pause` seconds apart, until the client hangs up."""
+    for _ in range(times):
+        try:
+            handler.wfile.write(byte)
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        time.sleep(pause)
+
+
 def _slow(handler) -> None:
     handler.send_response(200)
     handler.send_header("Content-Length", "100")
     handler.end_headers()
-    for _ in range(100):
-        try:
-            handler.wfile.write(b"{")
-            handler.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            return
-        time.sleep(0.05)
+    _drip(handler, b"{", times=100, pause=0.05)
 
 
 def test_a_download_has_a_size_cap_and_a_deadline(tmp_path: Path, monkeypatch):
@@ -299,14 +304,6 @@ def _drip_headers(handler) -> None:
     _drip(handler)
 
 
-def _drip(handler) -> None:
-    for _ in range(20):
-        try:
-            handler.wfile.write(b"x")
-            handler.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            return
-        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("respond", [_drip_body, _drip_headers], ids=["body", "headers"])

@@ -17,8 +17,7 @@ import typer
 from .app import app
 from .device import select_device
 from ..errors import InputError
-from ..models.pytorch.embedder import ElmoEmbedder
-from ..models.pytorch.options import BiLMOptions
+from ..models.pytorch.embedder import ElmoEmbedder, max_tokens_per_line
 from ..models.pytorch.original_format import load_bilm, resolve_paths
 from ..named_models import default_model, locate_model, model_files
 from ..output_files import (
@@ -32,9 +31,6 @@ PROGRESS_MIN_LINES = 500
 MAX_LINES_NAMED = 10
 #: `--max-length auto` keeps a line whole while its encoding fits in this much memory.
 LINE_MEMORY_BYTES = 2**30
-#: Per token, beside the floats `bytes_per_token` counts: character ids, index
-#: tensors, the recurrence's per-step tensors (measured: 6 to 8 KB).
-TOKEN_OVERHEAD_BYTES = 16 * 1024
 
 
 @app.command("embed")
@@ -109,28 +105,6 @@ def embed_command(
     if cut_lines:
         setting = fixed_length or f"auto: {LINE_MEMORY_BYTES / 2**30:g} GiB of memory per line"
         typer.secho(f"⚠ {_describe_cut(cut_lines, line_tokens, f'--max-length {setting}')}", fg=typer.colors.YELLOW)
-
-
-def bytes_per_token(options: BiLMOptions) -> int:
-    """The most memory one token of a line takes while the biLM encodes the line.
-
-    The peak is the character CNN's largest filter bank over every window of a
-    token of 50 characters; after it come the output layers (the layers, their
-    stack) and the LSTM's outputs, all float32, plus a fixed overhead. Measured
-    peaks on distinct 48-byte tokens: 218 KB (`small`; this gives 228 KB), 124 KB
-    (english-compact; 137 KB), 23 KB (the test fixture; 34 KB).
-    """
-    chars = options.max_characters_per_token
-    cnn = chars * options.char_embedding_dim + max(
-        (chars - width + 1) * (count + width * options.char_embedding_dim) for width, count in options.filters
-    )
-    outputs = (2 * options.n_output_layers + options.n_layers) * options.output_dim
-    return 4 * (cnn + outputs) + TOKEN_OVERHEAD_BYTES
-
-
-def max_tokens_per_line(options: BiLMOptions, memory_bytes: int) -> int:
-    """The longest line whose encoding fits in `memory_bytes` (`--max-length auto`)."""
-    return max(1, memory_bytes // bytes_per_token(options))
 
 
 def write_embeddings(

@@ -8,9 +8,9 @@ from typing import Any, Dict, List, Optional, Union
 
 from confection import Config, ConfigValidationError
 
+from ..errors import ConfigError, OptionsError, one_line
 from ..models.pytorch.options import NAMED_SIZES, BiLMOptions
 from ..models.pytorch.original_format import MAX_PARAMETERS, expected_shapes
-from ..errors import ConfigError, OptionsError, one_line
 from .corpus import FORMATS
 from .default_config import default_config_text
 from .precision import TRAINING_PRECISIONS

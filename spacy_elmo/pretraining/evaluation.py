@@ -12,14 +12,14 @@ from typing import Dict, Optional, Sequence, Union
 import torch
 
 from ..models.pytorch.char_ids import batch_to_char_ids
-from .corpus import Sentence, batches_by_tokens, resolve_corpus_files
 from .assembly import assemble_model
+from .corpus import Sentence, batches_by_tokens, resolve_corpus_files
 from .language_model import BiLMLanguageModel, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes
 from .run_directory import RunDirectory
-from .statistics import perplexity, unigram_perplexity
 from .run_text import TextReading
+from .statistics import perplexity, unigram_perplexity
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]

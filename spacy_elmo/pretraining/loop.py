@@ -9,11 +9,11 @@ from typing import Any, Dict, List, Optional
 import torch
 from wasabi import msg
 
+from ..errors import TrainingError
 from ..sigterm import raise_if_terminated
 from .checkpoint import save_training_state
 from .config import PretrainConfig
 from .corpus import BatchStream, Sentence
-from ..errors import TrainingError
 from .evaluation import held_out_perplexity
 from .metrics import plot_perplexity
 from .processes import Processes

@@ -15,20 +15,20 @@ from ..errors import ConfigError, SpacyElmoError, TrainingError
 from ..models.pytorch.options import BiLMOptions
 from ..named_models import locate_model
 from ..output_files import check_output_dir
+from .assembly import GROWABLE, assemble_model, growth
 from .checkpoint import (
     another_run, check_resumable, check_steps_left, check_vocabulary, load_checkpoint, restore_training_state,
     run_origin,
 )
 from .config import PretrainConfig
 from .corpus import BatchStream, Sentence, corpus_root, resolve_corpus_files
-from .loop import TrainingLoop
-from .assembly import GROWABLE, assemble_model, growth
 from .language_model import BiLMLanguageModel
+from .loop import TrainingLoop
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
 from .run_directory import RunDirectory
-from .statistics import corpus_stats, unigram_perplexity
 from .run_text import TextReading
+from .statistics import corpus_stats, unigram_perplexity
 from .trainer import Trainer
 from .vocab import Vocabulary
 

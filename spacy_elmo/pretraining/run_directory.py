@@ -16,8 +16,8 @@ from ..errors import InputError
 from ..models.pytorch.original_format import OPTIONS_NAME, WEIGHTS_NAME, save_bilm
 from ..output_files import atomic_output_path, remove_stale_temp_files
 from .config import PretrainConfig, load_config
-from .metrics import MetricsLog
 from .language_model import BiLMLanguageModel
+from .metrics import MetricsLog
 from .softmax import save_softmax
 from .vocab import Vocabulary
 

@@ -6,9 +6,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
+from ..errors import TrainingError
 from .config import CorpusConfig
 from .corpus import CorpusReader, Sentence, TextSplitter
-from ..errors import TrainingError
 from .statistics import count_corpus
 from .tokenized_files import TokenizedFiles
 

@@ -8,9 +8,9 @@ import torch
 from torch import Tensor, nn
 
 from ..models.pytorch.char_ids import batch_to_char_ids
+from .assembly import negative_samples
 from .config import OptimizerConfig, PretrainConfig
 from .corpus import Sentence
-from .assembly import negative_samples
 from .language_model import BiLMLanguageModel, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes

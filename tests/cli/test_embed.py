@@ -13,7 +13,8 @@ import torch
 
 
 import spacy_elmo.cli.embed as embed_module
-from spacy_elmo.cli.embed import PROGRESS_MIN_LINES, bytes_per_token
+from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
+from spacy_elmo.models.pytorch.embedder import bytes_per_token, max_tokens_per_line
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
 from spacy_elmo.models.pytorch.original_format import load_bilm, read_options, save_bilm
@@ -289,7 +290,7 @@ def test_the_auto_bound_follows_the_model_size():
     measured peak of 124 KB (distinct 48-byte tokens)."""
     compact = read_options(model_files("english-compact")[0])
     assert 124_000 < bytes_per_token(compact) < 150_000
-    assert embed_module.max_tokens_per_line(compact, 2**30) == 2**30 // bytes_per_token(compact)
+    assert max_tokens_per_line(compact, 2**30) == 2**30 // bytes_per_token(compact)
 
 
 def test_without_weights_the_shipped_english_model_is_used_and_named(tmp_path, capsys, monkeypatch):

@@ -14,10 +14,15 @@ from .batching import length_sorted_batches
 from .bilm import ElmoBiLM
 from .char_ids import batch_to_char_ids
 from .lstm.int8_products import check_precision
+from .options import BiLMOptions
 from .token_vector_cache import TokenVectorCache
 
 Sentence = Sequence[str]
 DeviceLike = Union[str, torch.device]
+
+#: Per token, beside the floats :func:`bytes_per_token` counts: character ids, index
+#: tensors, the recurrence's per-step tensors (measured: 6 to 8 KB).
+TOKEN_OVERHEAD_BYTES = 16 * 1024
 
 
 class ElmoEmbedder:
@@ -100,3 +105,25 @@ class ElmoEmbedder:
             char_ids = batch_to_char_ids(sentences).to(self.device)
             layers = self.bilm(char_ids, token_cache=self.token_cache, precision=self.precision).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
+
+
+def bytes_per_token(options: BiLMOptions) -> int:
+    """The most memory one token of a line takes while the biLM encodes the line.
+
+    The peak is the character CNN's largest filter bank over every window of a
+    token of 50 characters; after it come the output layers (the layers, their
+    stack) and the LSTM's outputs, all float32, plus a fixed overhead. Measured
+    peaks on distinct 48-byte tokens: 218 KB (`small`; this gives 228 KB), 124 KB
+    (english-compact; 137 KB), 23 KB (the test fixture; 34 KB).
+    """
+    chars = options.max_characters_per_token
+    cnn = chars * options.char_embedding_dim + max(
+        (chars - width + 1) * (count + width * options.char_embedding_dim) for width, count in options.filters
+    )
+    outputs = (2 * options.n_output_layers + options.n_layers) * options.output_dim
+    return 4 * (cnn + outputs) + TOKEN_OVERHEAD_BYTES
+
+
+def max_tokens_per_line(options: BiLMOptions, memory_bytes: int) -> int:
+    """The longest line whose encoding fits in `memory_bytes` (`--max-length auto`)."""
+    return max(1, memory_bytes // bytes_per_token(options))

@@ -151,6 +151,7 @@ class BiLstmStack(nn.Module):
         return outputs, states
 
     def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor, precision: str) -> LayerRun:
+        """The function that runs one layer on `path` (a path of :data:`PATHS`, not "auto")."""
         if path == "reference":
             return lambda key, x, weights, state, distinct: reference_layer(x, plan, weights, self.clips, state)
         if path == "recurrence":
@@ -162,11 +163,9 @@ class BiLstmStack(nn.Module):
             return lambda key, x, weights, state, distinct: prediction_layer(
                 self._products, key, x, plan, weights, self.clips, state, distinct, precision
             )
-        if path == "fused":
-            if not fused_step_available(inputs.device) or inputs.dtype != torch.float32:
-                raise ValueError("path 'fused' needs Triton and float32 inputs on a CUDA device")
-            return lambda key, x, weights, state, distinct: fused_layer(x, plan, weights, self.clips, state)
-        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+        if not fused_step_available(inputs.device) or inputs.dtype != torch.float32:
+            raise ValueError("path 'fused' needs Triton and float32 inputs on a CUDA device")
+        return lambda key, x, weights, state, distinct: fused_layer(x, plan, weights, self.clips, state)
 
     def _run_layers(
         self,
