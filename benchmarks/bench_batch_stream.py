@@ -23,7 +23,8 @@ from typing import Dict
 import torch
 
 from spacy_elmo.pretraining.config import parse_config
-from spacy_elmo.pretraining.corpus import BatchStream, CorpusReader, TextSplitter
+from spacy_elmo.pretraining.batch_stream import BatchStream
+from spacy_elmo.pretraining.corpus import CorpusReader, TextSplitter
 from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.assembly import assemble_model
 from spacy_elmo.pretraining.language_model import n_predictions

@@ -1,8 +1,8 @@
 """Download one file into a cache, once: verified, atomic, with a progress bar.
 
 A download writes to a temporary file beside the destination and renames it only
-when every byte the server announced has arrived and the content is what it claims
-(biLM options that pass every check, an HDF5 file whose every dataset reads);
+when every byte the server announced has arrived and the caller's check accepts the
+content (for a model: options that pass every check, an HDF5 file whose every dataset reads);
 an interrupted download leaves nothing behind and simply starts again next time.
 A file already in place is used without any network. Redirects are followed only to
 http(s), a file may not exceed `MAX_BYTES` nor take longer than `DEADLINE_S`, whatever
@@ -17,23 +17,23 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional
 
 from .errors import InputError, SpacyElmoError, one_line
 from .output_files import atomic_output_path, check_output_file, remove_stale_temp_files
 
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+Verifier = Callable[[Path, str], None]
+
 CHUNK = 1 << 20
 TIMEOUT_S = 60  # without a byte
 DEADLINE_S = 3600  # for a whole file
 # The largest published file (original-5.5b's weights) is about 375 MB; options are a few KB.
 MAX_BYTES = {".json": 1 << 20, ".hdf5": 2 << 30, ".h5": 2 << 30}
-# Values read at once when a downloaded HDF5 file is checked (16 MB of float32).
-SLAB_VALUES = 1 << 22
 
 
-def download(url: str, destination: Path, *, what: str = "file") -> Path:
-    """Return `destination`, fetching it from `url` first if it is not there."""
+def download(url: str, destination: Path, *, verify: Verifier, what: str = "file") -> Path:
+    """Return `destination`, fetching it from `url` first if it is not there; what
+    arrives is cached only once `verify(file, url as errors show it)` accepts it."""
     if destination.is_file():
         return destination
     if not url.startswith(("http://", "https://")):
@@ -45,7 +45,7 @@ def download(url: str, destination: Path, *, what: str = "file") -> Path:
     try:
         with atomic_output_path(destination) as tmp:
             _fetch(url, tmp, what=what)
-            _verify(tmp, url)
+            verify(tmp, redact(url))
     except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
         if isinstance(err, urllib.error.HTTPError):
             reason = f"HTTP {err.code} {err.reason}"
@@ -229,64 +229,3 @@ def _content_length(value: Optional[str], url: str) -> Optional[int]:
     if not value.strip().isdigit():
         raise InputError(f"{redact(url)} sent an invalid Content-Length ({value!r}); the server is broken")
     return int(value)
-
-
-def _verify(path: Path, url: str) -> None:
-    """A truncated or wrong file (an HTML error page, say) is refused before it is cached:
-    options must pass every check the loader makes (their biLM's size included), weights
-    be an HDF5 file whose every dataset reads."""
-    shown = redact(url)
-    if path.stat().st_size == 0:
-        raise InputError(f"{shown} sent an empty file")
-    if url.endswith(".json"):
-        from .models.pytorch.original_format import read_options
-
-        read_options(path, shown=shown)
-    elif url.endswith((".hdf5", ".h5")):
-        with path.open("rb") as handle:
-            if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
-                raise InputError(f"{shown} is not an HDF5 file")
-        _read_every_dataset(path, shown)
-
-
-def _read_every_dataset(path: Path, shown: str) -> None:
-    """Read every dataset, a slab at a time, once what they declare in all fits the
-    largest biLM spacy-elmo loads: a file of a few KB can declare any size."""
-    import h5py
-
-    from .models.pytorch.original_format import MAX_PARAMETERS, declared_values
-
-    try:
-        with h5py.File(path, "r") as handle:
-            items: List[Tuple[str, Any]] = []
-            handle.visititems(lambda name, item: items.append((name, item)))
-            datasets = {name: item for name, item in items if isinstance(item, h5py.Dataset)}
-            if not datasets:
-                raise InputError(f"{shown} is an HDF5 file without datasets, not biLM weights")
-            declared = sum(declared_values(dataset) for dataset in datasets.values())
-            if declared > MAX_PARAMETERS:
-                raise InputError(
-                    f"{shown} declares {declared:,} values in its datasets, more than the {MAX_PARAMETERS:,} "
-                    "parameters of the largest biLM spacy-elmo loads; refused before reading them"
-                )
-            for name, dataset in datasets.items():
-                if dataset.external or dataset.is_virtual:  # reading it would read another (local) file
-                    raise InputError(f"{shown}: dataset '{name}' keeps its data in other files; refused")
-                for rows in _slabs(dataset):
-                    dataset[rows]
-    except SpacyElmoError:
-        raise
-    except (OSError, RuntimeError, ValueError) as err:
-        raise InputError(f"{shown} is a damaged HDF5 file ({one_line(err)})") from None
-
-
-def _slabs(dataset: Any) -> Iterator[Union[slice, Tuple[()]]]:
-    """Selections of about :data:`SLAB_VALUES` values that together cover `dataset`:
-    runs of rows of its first axis (a scalar or empty one: all of it)."""
-    if not dataset.shape:
-        yield ()
-        return
-    row_values = max(1, (dataset.size or 0) // max(1, dataset.shape[0]))
-    step = max(1, SLAB_VALUES // row_values)
-    for start in range(0, dataset.shape[0], step):
-        yield slice(start, start + step)

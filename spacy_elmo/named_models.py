@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple, Union
 
-from .download import download
+from .download import Verifier, download
 from .errors import InputError
 
 PathLike = Union[str, Path]
@@ -100,10 +100,11 @@ def base_url(override: Optional[str] = None) -> str:
 
 
 def model_files(
-    name: str, *, cache: Optional[PathLike] = None, url: Optional[str] = None
+    name: str, *, verify: Verifier, cache: Optional[PathLike] = None, url: Optional[str] = None
 ) -> Tuple[Path, Path]:
     """(options.json, weights.hdf5) of a named model; published ones are downloaded
-    into the cache on first use and read from it afterwards."""
+    into the cache on first use (each file kept once `verify` accepts it) and read
+    from it afterwards."""
     if name not in NAMED_MODELS:
         raise InputError(f"Unknown ELMo model name {name!r}; known names: {', '.join(NAMED_MODELS)}")
     model = NAMED_MODELS[name]
@@ -121,8 +122,8 @@ def model_files(
     new_folders = [path for path in (folder, *folder.parents) if not path.exists()]
     new_files = [folder / file_name for file_name in (options_name, weights_name) if not (folder / file_name).exists()]
     try:
-        options = download(f"{remote}/{options_name}", folder / options_name, what=what)
-        weights = download(f"{remote}/{weights_name}", folder / weights_name, what=what)
+        options = download(f"{remote}/{options_name}", folder / options_name, verify=verify, what=what)
+        weights = download(f"{remote}/{weights_name}", folder / weights_name, verify=verify, what=what)
     except BaseException:
         # A model arrives whole or not at all: nothing of a failed first download stays in the cache.
         for path in [*new_files, *new_folders]:  # files, then folders deepest first
@@ -133,7 +134,7 @@ def model_files(
 
 
 def locate_model(
-    model: PathLike, *, cache: Optional[PathLike] = None, url: Optional[str] = None
+    model: PathLike, *, verify: Verifier, cache: Optional[PathLike] = None, url: Optional[str] = None
 ) -> Tuple[Path, Optional[Path]]:
     """(weights file or directory, options.json or None) of a path or a model name.
 
@@ -144,7 +145,7 @@ def locate_model(
     if path.exists():
         return path, None
     if str(model) in NAMED_MODELS:
-        options, weights = model_files(str(model), cache=cache, url=url)
+        options, weights = model_files(str(model), verify=verify, cache=cache, url=url)
         return weights, options
     raise InputError(
         f"Weights file not found: {model} (no such file or directory, and not an ELMo model name: "

@@ -15,9 +15,15 @@ import numpy
 import pytest
 
 from spacy_elmo import download as download_module
+from spacy_elmo import named_models
 from spacy_elmo.errors import InputError, SpacyElmoError
 from spacy_elmo.models.loaders import load_named_weights
-from spacy_elmo.named_models import NAMED_MODELS, model_files
+from spacy_elmo.models.pytorch import downloaded_files
+from spacy_elmo.models.pytorch.downloaded_files import verify_download
+from spacy_elmo.named_models import NAMED_MODELS
+
+# What every caller in the package passes: the loader's checks decide what is cached.
+model_files = functools.partial(named_models.model_files, verify=verify_download)
 
 SMALL = NAMED_MODELS["small"]
 
@@ -363,7 +369,7 @@ def _guard_reads(monkeypatch, allowed) -> list:
 
 
 def test_a_downloaded_file_is_checked_a_slab_at_a_time(published_layout: Path, tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(download_module, "SLAB_VALUES", 256)
+    monkeypatch.setattr(downloaded_files, "SLAB_VALUES", 256)
     # At most 256 values at once, or one row where a row holds more.
     seen = _guard_reads(monkeypatch, lambda dataset: max(256, dataset.size // dataset.shape[0]))
     with serving(published_layout) as url:

@@ -6,14 +6,14 @@ from pathlib import Path
 import pytest
 
 from spacy_elmo.errors import InputError
-from spacy_elmo.models.loaders import load_named_weights
+from spacy_elmo.models.loaders import find_model, load_named_weights
 from spacy_elmo.models.pytorch.original_format import load_bilm
-from spacy_elmo.named_models import DEFAULT_MODELS, NAMED_MODELS, default_model, locate_model, model_files
+from spacy_elmo.named_models import DEFAULT_MODELS, NAMED_MODELS, default_model
 
 
 def test_the_shipped_english_model_is_in_the_package_and_loads_offline(monkeypatch):
     monkeypatch.setenv("SPACY_ELMO_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
-    options, weights = model_files("english-compact")
+    weights, options = find_model("english-compact")
     assert options.parent == weights.parent == Path(spacy_elmo_root(), "resources", "english_compact")
     bilm = load_named_weights(None, lang="en")
     card = (weights.parent / "MODEL_CARD.md").read_text(encoding="utf8")
@@ -39,10 +39,10 @@ def test_english_defaults_to_the_shipped_model_and_other_languages_are_told_what
 def test_a_path_wins_over_a_name_and_an_unknown_name_lists_the_known_ones(tmp_path, allennlp_model_dir, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "small").symlink_to(allennlp_model_dir)
-    assert locate_model("small") == (Path("small"), None)
+    assert find_model("small") == (Path("small"), None)
     with pytest.raises(InputError, match="Weights file not found: nope .no such file or directory, and not an "
                        r"ELMo model name: english-compact, small, medium, original, original-5.5b\)"):
-        locate_model("nope")
+        find_model("nope")
 
 
 def test_the_config_loader_takes_a_name_a_path_or_nothing(allennlp_model_dir):

@@ -17,9 +17,11 @@ import typer
 from .app import app
 from .device import select_device
 from ..errors import InputError
+from ..models.loaders import find_model, load_model
+from ..models.pytorch.elmoformanylangs_format import CONFIG_NAME, is_elmoformanylangs_folder
 from ..models.pytorch.embedder import ElmoEmbedder, max_tokens_per_line
-from ..models.pytorch.original_format import load_bilm, resolve_paths
-from ..named_models import default_model, locate_model, model_files
+from ..models.pytorch.original_format import resolve_paths
+from ..named_models import default_model
 from ..output_files import (
     HDF5_OVERHEAD_BYTES, atomic_output_path, check_output_file, check_space, remove_stale_temp_files,
 )
@@ -79,7 +81,7 @@ def embed_command(
     remove_stale_temp_files(output_path.parent, [output_path.name])
     device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
-    bilm = load_bilm(weights_path, options_path)
+    bilm = load_model(weights_path, None if weights_path.is_dir() else options_path)
     line_tokens = fixed_length or max_tokens_per_line(bilm.options, LINE_MEMORY_BYTES)
     embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=line_tokens)
     if empty_lines:
@@ -221,11 +223,13 @@ def _locate(weights: Optional[Path], options: Optional[Path]) -> Tuple[Path, Pat
     `weights`, the English biLM shipped in the package, as the component takes."""
     if weights is None:
         name = default_model("en")
-        named_options, located = model_files(name)
+        located, named_options = find_model(name)
         label = f"{name} (the default; --weights picks another)"
     else:
-        located, named_options = locate_model(weights)
+        located, named_options = find_model(weights)
         label = str(weights)
+    if options is None and is_elmoformanylangs_folder(located):
+        return located, located / CONFIG_NAME, label
     weights_path, options_path = resolve_paths(located, options or named_options)
     return weights_path, options_path, label
 

@@ -12,6 +12,7 @@ encoded through the shim, which runs without autograd in prediction and keeps
 each batch's graph for the backward pass in training.
 """
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from spacy.tokens import Doc
@@ -22,15 +23,15 @@ from ..errors import SettingsError, WeightsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.batching import length_sorted_batches
+from .pytorch import elmoformanylangs_format
 from .pytorch.bilm import ElmoBiLM
-from .pytorch.char_ids import batch_to_char_ids
+from .pytorch.dictionary_ids import DictionaryIds
 from .pytorch.lstm.int8_products import check_precision
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .pytorch.token_vector_cache import TokenVectorCache
 from .span_cache import SpanCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
-WEIGHTS_LOADER_ATTR = "weights_loader"
 SPAN_CACHE_ATTR = "span_cache"
 TOKEN_CACHE_ATTR = "token_cache"
 PRECISION_ATTR = "precision"
@@ -77,10 +78,9 @@ def build_bilm_layer_v1(
     model: BiLMModelT = Model(
         "elmo_bilm",
         bilm_layer_forward,
-        init=init_bilm_layer,
+        init=partial(init_bilm_layer, weights_loader=weights_loader),
         dims={"nL": None, "nO": None},
         attrs={
-            WEIGHTS_LOADER_ATTR: weights_loader,
             "get_spans": get_spans,
             "batch_size": batch_size,
             "max_batch_tokens": max_batch_tokens,
@@ -133,16 +133,17 @@ def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     set_bilm(model, bilm.eval())
 
 
-def get_weights_loader(model: BiLMModelT) -> Optional[WeightsLoaderT]:
-    """The loader given in the layer's own config (``weights_loader``), or None."""
-    return model.attrs.get(WEIGHTS_LOADER_ATTR)
+def has_weights_loader(model: BiLMModelT) -> bool:
+    """Whether the layer's config gave it a ``weights_loader`` (its init runs it)."""
+    return model.init.keywords["weights_loader"] is not None
 
 
-def init_bilm_layer(model: BiLMModelT, X: Any = None, Y: Any = None) -> None:
-    """Load the weights with the layer's own loader unless the biLM already has
-    some (re-initializing a trained pipeline keeps its biLM)."""
+def init_bilm_layer(
+    model: BiLMModelT, X: Any = None, Y: Any = None, *, weights_loader: Optional[WeightsLoaderT] = None
+) -> None:
+    """Load the weights with the layer's own loader (its config's ``weights_loader``)
+    unless the biLM already has some (re-initializing a trained pipeline keeps its biLM)."""
     if get_bilm(model) is None:
-        weights_loader = get_weights_loader(model)
         if weights_loader is None:
             raise WeightsError(NO_WEIGHTS)
         load_weights(model, weights_loader)
@@ -186,7 +187,7 @@ def bilm_layer_forward(
     )
     passes = []  # training: per group, the layers tensor and its backward pass
     for group in groups:
-        char_ids = batch_to_char_ids([words[i] for i in group]).to(shim.device)
+        char_ids = bilm.ids_of([words[i] for i in group]).to(shim.device)
         bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs=bilm_kwargs), is_train)
         layers = torch2xp(bilm_output.layers, ops=ops)
         for row, i in enumerate(group):
@@ -226,8 +227,12 @@ def _span_words(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_SpanWords
 
 
 def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:
+    if isinstance(bilm.token_ids, DictionaryIds):
+        return elmoformanylangs_format.description(bilm)
     return bilm.options.to_dict()
 
 
-def _build_bilm(options: Dict[str, Any]) -> ElmoBiLM:
-    return ElmoBiLM(BiLMOptions.from_dict(options, source="the serialized elmo model"))
+def _build_bilm(config: Dict[str, Any]) -> ElmoBiLM:
+    if elmoformanylangs_format.DESCRIPTION_KEY in config:
+        return elmoformanylangs_format.from_description(config)
+    return ElmoBiLM(BiLMOptions.from_dict(config, source="the serialized elmo model"))

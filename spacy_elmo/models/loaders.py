@@ -1,12 +1,14 @@
 """Weights loaders: where the elmo component gets its biLM at initialize."""
 from functools import partial
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from ..errors import InputError, SpacyElmoError
 from ..models.pytorch.original_format import load_bilm
 from ..named_models import default_model, is_downloaded, locate_model
 from .pytorch.bilm import ElmoBiLM
+from .pytorch.downloaded_files import verify_download
+from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs
 from .types import WeightsLoaderT
 
 
@@ -57,9 +59,9 @@ def load_named_weights(
     cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
 ) -> ElmoBiLM:
     name = str(model or default_model(lang))
-    weights, options = locate_model(name, cache=cache_dir, url=base_url)
+    weights, options = find_model(name, cache=cache_dir, url=base_url)
     try:
-        return load_bilm(weights, options).eval()
+        return load_model(weights, options).eval()
     except SpacyElmoError as err:
         if not is_downloaded(name):
             raise
@@ -67,3 +69,19 @@ def load_named_weights(
         raise type(err)(
             f"{err} -- it is a downloaded copy of {name!r}: delete {weights.parent} to download it again"
         ) from None
+
+
+def find_model(
+    model: Union[str, Path], *, cache: Optional[Path] = None, url: Optional[str] = None
+) -> Tuple[Path, Optional[Path]]:
+    """(weights file or directory, options.json or None) of a path or a model name, a
+    published model downloaded and verified first if it is not in the cache."""
+    return locate_model(model, verify=verify_download, cache=cache, url=url)
+
+
+def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:
+    """A biLM in any format spacy-elmo reads: an ELMoForManyLangs model folder, else
+    the bilm-tf/AllenNLP format (see :func:`~.pytorch.original_format.load_bilm`)."""
+    if options is None and is_elmoformanylangs_folder(weights):
+        return load_elmoformanylangs(weights)
+    return load_bilm(weights, options)

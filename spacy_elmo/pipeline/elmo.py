@@ -31,7 +31,7 @@ from thinc.types import Floats3d
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
 from ..models.bilm_layer import (
-    get_bilm, get_weights_loader, load_weights, set_precision, set_span_cache, set_token_cache,
+    get_bilm, has_weights_loader, load_weights, set_precision, set_span_cache, set_token_cache,
 )
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
@@ -298,8 +298,8 @@ class ElmoComponent(TrainablePipe):
         for other languages)."""
         examples = list(islice(get_examples(), 10))  # may be empty: only weights are needed
         validate_examples(examples, "ElmoComponent.initialize")
-        if weights_loader is None and get_bilm(self.model) is None:
-            weights_loader = get_weights_loader(self.model) or build_elmo_weights_loader_v1(lang=self.vocab.lang)
+        if weights_loader is None and get_bilm(self.model) is None and not has_weights_loader(self.model):
+            weights_loader = build_elmo_weights_loader_v1(lang=self.vocab.lang)
         if weights_loader is not None:
             load_weights(self.model, weights_loader)
         self.model.initialize(X=[eg.predicted for eg in examples] or None)

@@ -13,7 +13,7 @@ from confection import Config
 from ..errors import CheckpointError, ConfigError, one_line
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
-from .corpus import BatchStream
+from .batch_stream import BatchStream
 from .progress import Progress
 from .run_directory import RunDirectory
 from .tokenized_files import file_identity

@@ -13,7 +13,8 @@ import torch
 
 from ..models.pytorch.char_ids import batch_to_char_ids
 from .assembly import assemble_model
-from .corpus import Sentence, batches_by_tokens, resolve_corpus_files
+from .batch_stream import batches_by_tokens
+from .corpus import Sentence, resolve_corpus_files
 from .language_model import BiLMLanguageModel, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes

@@ -13,7 +13,8 @@ from ..errors import TrainingError
 from ..sigterm import raise_if_terminated
 from .checkpoint import save_training_state
 from .config import PretrainConfig
-from .corpus import BatchStream, Sentence
+from .batch_stream import BatchStream
+from .corpus import Sentence
 from .evaluation import held_out_perplexity
 from .metrics import plot_perplexity
 from .processes import Processes

@@ -12,8 +12,9 @@ from wasabi import msg
 
 from ..directory_lock import hold_directory
 from ..errors import ConfigError, SpacyElmoError, TrainingError
+from ..models.loaders import find_model
+from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
 from ..models.pytorch.options import BiLMOptions
-from ..named_models import locate_model
 from ..output_files import check_output_dir
 from .assembly import GROWABLE, assemble_model, growth
 from .checkpoint import (
@@ -21,7 +22,8 @@ from .checkpoint import (
     run_origin,
 )
 from .config import PretrainConfig
-from .corpus import BatchStream, Sentence, corpus_root, resolve_corpus_files
+from .batch_stream import BatchStream
+from .corpus import Sentence, corpus_root, resolve_corpus_files
 from .language_model import BiLMLanguageModel
 from .loop import TrainingLoop
 from .processes import Processes, setup_processes, shutdown
@@ -58,7 +60,12 @@ class PretrainRun:
         self.processes = processes
         self.resume = resume
         self.resuming = resume is True  # decided on the main process for AUTO
-        self.init_from = locate_model(init_from) if init_from is not None else None
+        self.init_from = find_model(init_from) if init_from is not None else None
+        if self.init_from is not None and is_elmoformanylangs_folder(self.init_from[0]):
+            raise ConfigError(
+                f"--init-from {init_from}: an ELMoForManyLangs model (a character vocabulary and word "
+                "embedding) cannot be trained here; pretraining reads UTF-8 bytes, as bilm-tf models do"
+            )
         self.text = TextReading(config.corpus, self.directory.tokenized)
         corpus = config.corpus
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")

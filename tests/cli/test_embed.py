@@ -14,11 +14,11 @@ import torch
 
 import spacy_elmo.cli.embed as embed_module
 from spacy_elmo.cli.embed import PROGRESS_MIN_LINES
+from spacy_elmo.models.loaders import find_model
 from spacy_elmo.models.pytorch.embedder import bytes_per_token, max_tokens_per_line
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
 from spacy_elmo.models.pytorch.original_format import load_bilm, read_options, save_bilm
-from spacy_elmo.named_models import model_files
 from spacy_elmo.output_files import _host
 
 from ..conftest import run_cli
@@ -288,7 +288,7 @@ def test_an_explicit_max_length_cuts_and_says_so(tmp_path, capsys, monkeypatch, 
 def test_the_auto_bound_follows_the_model_size():
     """english-compact keeps lines of 7,825 tokens whole in 1 GiB: 137 KB a token, above its
     measured peak of 124 KB (distinct 48-byte tokens)."""
-    compact = read_options(model_files("english-compact")[0])
+    compact = read_options(find_model("english-compact")[1])
     assert 124_000 < bytes_per_token(compact) < 150_000
     assert max_tokens_per_line(compact, 2**30) == 2**30 // bytes_per_token(compact)
 
@@ -299,7 +299,7 @@ def test_without_weights_the_shipped_english_model_is_used_and_named(tmp_path, c
     assert code == 0, out + err
     assert out.strip().endswith("model english-compact (the default; --weights picks another)")
     arrays, _ = read_output(tmp_path / "out.hdf5")
-    compact = load_bilm(*reversed(model_files("english-compact")))
+    compact = load_bilm(*find_model("english-compact"))
     for array, sentence in zip(arrays, SENTENCES[:2]):
         numpy.testing.assert_allclose(array, uncut_layers(compact, sentence.split())[-1], rtol=1e-4, atol=1e-5)
 
@@ -448,7 +448,7 @@ def test_an_impossible_output_location_fails_before_any_work(tmp_path, capsys, m
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the output location was checked")
 
-    monkeypatch.setattr(embed_module, "load_bilm", no_model)
+    monkeypatch.setattr(embed_module, "load_model", no_model)
     code, out, err = run_embed(capsys, monkeypatch, input_path, output_path, "--weights", weights_file)
     message = one_message(out + err)
     assert code == 1

@@ -48,9 +48,9 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     pretraining = project_dir / "pretraining" / "sample"
     assert not missing([pretraining / "options.json", pretraining / "weights.hdf5", pretraining / "metrics.jsonl"])
     # `adapt` continued the shipped English biLM (its sizes) on the task's training sentences.
-    from spacy_elmo.named_models import model_files
+    from spacy_elmo.models.loaders import find_model
 
-    shipped_options, shipped_weights = model_files("english-compact")
+    shipped_weights, shipped_options = find_model("english-compact")
     assert json.loads((pretraining / "options.json").read_text()) == json.loads(shipped_options.read_text())
     assert (pretraining / "vocab.txt").read_text() == (shipped_weights.parent / "vocab.txt").read_text()
 

@@ -124,7 +124,7 @@ PROBES = [
     Probe("a filter of three numbers", change_options(lambda o: o["char_cnn"]["filters"][0].append(3)),
           "invalid char_cnn.filters: char_cnn.filters[0] must be [width, count], got [1, 4, 3]"),
     Probe("n_characters 5", set_option("char_cnn", "n_characters", 5),
-          "char_cnn.n_characters must be at least 262, got 5"),
+          "char_cnn.n_characters must be at least 261, got 5"),
     Probe("options nested 200,000 deep", write_options(nested(200_000)),
           "options.json: not valid JSON (nested too deeply)"),
     Probe("options nested 100 deep", write_options(nested(100)),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from spacy_elmo.pretraining.corpus import BatchStream
+from spacy_elmo.pretraining.batch_stream import BatchStream
 from spacy_elmo.pretraining.trainer import Trainer
 
 from ..cli.test_pretrain import FAST

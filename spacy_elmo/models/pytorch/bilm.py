@@ -1,12 +1,13 @@
 """The ELMo biLM: character ids in, L + 1 layers of contextual token vectors out."""
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder
-from .char_ids import BOS_IDS, EOS_IDS, distinct_rows
+from .char_ids import BYTE_IDS, ByteIds, distinct_rows
+from .dictionary_ids import DictionaryIds
 from .lstm import BiLstmStack, DistinctInputs, LstmState, PackingPlan
 from .options import BiLMOptions
 from .select_rows import select_rows
@@ -52,15 +53,22 @@ class ElmoBiLM(nn.Module):
     """Character CNN + bidirectional LSTM language model (Peters et al. 2018).
 
     Sentences are encoded independently from a zero LSTM state, so a sentence
-    gets the same vectors whatever else is in the batch.
+    gets the same vectors whatever else is in the batch. `token_ids` turns words
+    into the ids the character CNN reads: UTF-8 bytes (bilm-tf), or an
+    ELMoForManyLangs model's vocabularies.
     """
 
-    def __init__(self, options: BiLMOptions) -> None:
+    def __init__(self, options: BiLMOptions, token_ids: Union[ByteIds, DictionaryIds] = BYTE_IDS) -> None:
         super().__init__()
         self.options = options
-        self.char_encoder = CharacterEncoder(options)
+        self.token_ids = token_ids
+        self.char_encoder = CharacterEncoder(options, pad_id=token_ids.pad_id, word_columns=token_ids.word_columns)
         self.lstm = BiLstmStack(options)
-        self.register_buffer("boundary_ids", torch.tensor([BOS_IDS, EOS_IDS]), persistent=False)
+        self.register_buffer("boundary_ids", torch.tensor(token_ids.boundary_rows), persistent=False)
+
+    def ids_of(self, sentences: Sequence[Sequence[str]]) -> Tensor:
+        """The input of :meth:`forward` for tokenised sentences (on the CPU)."""
+        return self.token_ids.batch(sentences)
 
     @property
     def n_output_layers(self) -> int:
@@ -85,8 +93,9 @@ class ElmoBiLM(nn.Module):
     ) -> BiLMOutput:
         """Encode a batch of sentences (boundary tokens are added here).
 
-        :param char_ids: *Shape:* ``(batch, max_tokens, 50)``, int64, tokens
-            left-aligned, all-zero rows for padded tokens.
+        :param char_ids: *Shape:* ``(batch, max_tokens, token_width)`` (50 character
+            ids; see :meth:`ids_of`), int64, tokens left-aligned, all-zero rows for
+            padded tokens.
         :param token_cache: in prediction, look up the token vectors of words
             seen before instead of running the character CNN.
         :param precision: "fp32", or "int8" (opt-in): in prediction on an x86

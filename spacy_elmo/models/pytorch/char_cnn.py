@@ -1,4 +1,5 @@
-"""Context-independent token vectors: char embedding -> CNN -> highway -> projection."""
+"""Context-independent token vectors: char embedding -> CNN -> highway -> projection
+(with, for an ELMoForManyLangs model, a word embedding beside the highway's output)."""
 from typing import List
 
 import torch
@@ -13,18 +14,25 @@ _PREPACKED_MAX_ROWS = 256
 # Tokens are convolved in groups by length (characters with <bow> and <eow>):
 # a group reads only the windows that touch its longest token's characters.
 _GROUP_MAX_CHARS = (8, 12, 16, 24)
-_PAD_ID = PAD_CHAR + 1
 
 
 class CharacterEncoder(nn.Module):
-    """Turns the 50 character ids of each token into one token vector.
+    """Turns the character ids of each token into one token vector.
 
     Parameters keep the original layout where it costs nothing (matrices as
     ``(in, out)``), so that converting to and from `weights.hdf5` is exact.
+    `pad_id`: the id of the padding character; `word_columns`: 1 when each
+    token's ids start with a word id (the model has a word embedding).
     """
 
-    def __init__(self, options: BiLMOptions) -> None:
+    def __init__(self, options: BiLMOptions, *, pad_id: int = PAD_CHAR + 1, word_columns: int = 0) -> None:
         super().__init__()
+        self.pad_id = pad_id
+        self.word_columns = word_columns
+        self.word_embedding = (
+            nn.Parameter(torch.zeros(options.n_words, options.word_embedding_dim))
+            if options.word_embedding_dim else None
+        )
         self.activation = torch.relu if options.activation == "relu" else torch.tanh
         dim = options.char_embedding_dim
         # Row 0 stays zero: id 0 is a padded token (ids are offset by +1).
@@ -41,7 +49,7 @@ class CharacterEncoder(nn.Module):
             nn.Parameter(torch.zeros(2 * width)) for _ in range(options.n_highway)
         )
         self.projection = (
-            nn.Linear(width, options.projection_dim) if options.has_char_projection else None
+            nn.Linear(options.token_features, options.projection_dim) if options.has_char_projection else None
         )
         self._prepacked = PrepackedWeights()
         self.generation = 0
@@ -59,6 +67,8 @@ class CharacterEncoder(nn.Module):
         with torch.no_grad():
             nn.init.uniform_(self.char_embedding, -1.0, 1.0)
             self.char_embedding[0].zero_()
+            if self.word_embedding is not None:
+                nn.init.normal_(self.word_embedding, 0.0, 1.0)
             for conv in self.convolutions:
                 nn.init.normal_(conv.weight, 0.0, (1.0 / conv.weight.shape[1] / conv.weight.shape[2]) ** 0.5)
                 nn.init.zeros_(conv.bias)
@@ -72,10 +82,10 @@ class CharacterEncoder(nn.Module):
                 nn.init.zeros_(self.projection.bias)
 
     def forward(self, char_ids: Tensor) -> Tensor:
-        """:param char_ids: *Shape:* ``(n_tokens, 50)``, int64.
+        """:param char_ids: *Shape:* ``(n_tokens, word_columns + max_chars)``, int64.
         :returns: token vectors, *Shape:* ``(n_tokens, projection_dim)``.
         """
-        features = self._filter_features(char_ids)
+        features = self._filter_features(char_ids[:, self.word_columns :])
         width = features.shape[1]
         for k, (weight, bias) in enumerate(zip(self.highway_weights, self.highway_biases)):
             projected = self._prepacked.matmul(features, weight, (k,), bias=bias, max_rows=_PREPACKED_MAX_ROWS)
@@ -84,6 +94,8 @@ class CharacterEncoder(nn.Module):
             transform = torch.relu(projected[:, :width])
             gate = torch.sigmoid(projected[:, width:])
             features = gate * transform + (1.0 - gate) * features
+        if self.word_embedding is not None:
+            features = torch.cat([nn.functional.embedding(char_ids[:, 0], self.word_embedding), features], dim=1)
         if self.projection is not None:
             features = self.projection(features)
         return features
@@ -99,7 +111,7 @@ class CharacterEncoder(nn.Module):
 
         :returns: *Shape:* ``(n_tokens, n_filters)``, in the order of ``char_ids``.
         """
-        n_chars = (char_ids != _PAD_ID).sum(dim=1)
+        n_chars = (char_ids != self.pad_id).sum(dim=1)
         sorted_n_chars, order = torch.sort(n_chars, stable=True)
         bounds = torch.searchsorted(
             sorted_n_chars, torch.tensor(_GROUP_MAX_CHARS, device=n_chars.device), right=True
@@ -129,7 +141,7 @@ class CharacterEncoder(nn.Module):
     def _padding_responses(self) -> List[Tensor]:
         """Per filter bank, the response of a window of padding characters
         (bias excluded), *Shape:* ``(n_filters_of_this_width,)``."""
-        pad = self.char_embedding[_PAD_ID]
+        pad = self.char_embedding[self.pad_id]
         responses = []
         for conv in self.convolutions:
             window = pad[:, None].expand(-1, conv.kernel_size[0]).reshape(1, -1)
@@ -146,7 +158,7 @@ class CharacterEncoder(nn.Module):
         after the max: rounding is monotone, so the result is the same, and the
         large response matrix is not written twice.
 
-        :param chars: *Shape:* ``(n_tokens, 50, char_embedding_dim)``, tokens
+        :param chars: *Shape:* ``(n_tokens, max_chars, char_embedding_dim)``, tokens
             of at most ``longest`` characters.
         :returns: *Shape:* ``(n_tokens, n_filters_of_this_width)``.
         """

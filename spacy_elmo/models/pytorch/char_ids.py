@@ -83,3 +83,18 @@ def distinct_rows(char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
             _, first, inverse = numpy.unique(keys, return_index=True, return_inverse=True)
             return char_ids[torch.from_numpy(first)], torch.from_numpy(inverse.astype(numpy.int64, copy=False))
     return torch.unique(char_ids, dim=0, return_inverse=True)
+
+
+class ByteIds:
+    """The bilm-tf/AllenNLP token ids: each token's UTF-8 bytes (see the module)."""
+
+    word_columns = 0
+    pad_id = PAD_CHAR + 1
+    boundary_rows = (BOS_IDS, EOS_IDS)
+
+    def batch(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """*Shape:* ``(n_sentences, max_tokens, 50)``; see :func:`batch_to_char_ids`."""
+        return batch_to_char_ids(sentences)
+
+
+BYTE_IDS = ByteIds()

@@ -12,7 +12,6 @@ import torch
 
 from .batching import length_sorted_batches
 from .bilm import ElmoBiLM
-from .char_ids import batch_to_char_ids
 from .lstm.int8_products import check_precision
 from .options import BiLMOptions
 from .token_vector_cache import TokenVectorCache
@@ -102,7 +101,7 @@ class ElmoEmbedder:
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
-            char_ids = batch_to_char_ids(sentences).to(self.device)
+            char_ids = self.bilm.ids_of(sentences).to(self.device)
             layers = self.bilm(char_ids, token_cache=self.token_cache, precision=self.precision).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
 

@@ -28,6 +28,10 @@ class BiLMOptions:
     cell_clip: Optional[float]
     proj_clip: Optional[float]
     use_skip_connections: bool
+    # An ELMoForManyLangs token layer: a word embedding beside the CNN, and a projection always.
+    word_embedding_dim: int = 0
+    n_words: int = 0
+    always_project: bool = False
     extra: Dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -36,9 +40,14 @@ class BiLMOptions:
         return sum(count for _, count in self.filters)
 
     @property
+    def token_features(self) -> int:
+        """Width of what the projection reads: the word embedding, then the CNN output."""
+        return self.word_embedding_dim + self.n_filters
+
+    @property
     def has_char_projection(self) -> bool:
         """bilm-tf projects the CNN output only when its width differs."""
-        return self.n_filters != self.projection_dim
+        return self.always_project or self.token_features != self.projection_dim
 
     @property
     def n_output_layers(self) -> int:
@@ -59,8 +68,8 @@ class BiLMOptions:
         (Python's json reads NaN and Infinity), and for the biLM's own keys a whole
         number where it must be one (a bool is not) and in range.
         """
-        _check_every_value(options, source)
-        get = _OptionReader(options, source)
+        check_every_value(options, source)
+        get = OptionReader(options, source)
         activation = get("char_cnn.activation", str)
         if activation not in ("relu", "tanh"):
             raise OptionsError(f"{source}: char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
@@ -85,7 +94,9 @@ class BiLMOptions:
             filters=get.filters(max_width=max_chars),
             n_highway=get("char_cnn.n_highway", int, minimum=0, maximum=MAX_REPEATS),
             activation=activation,
-            n_characters=get("char_cnn.n_characters", int, default=262, minimum=262),
+            # bilm-tf writes 261 while it trains and reads the same weights with 262 (its README:
+            # set 262 for inference; the extra row is padding), as the published German model has it.
+            n_characters=max(262, get("char_cnn.n_characters", int, default=262, minimum=261)),
             max_characters_per_token=max_chars,
             lstm_dim=lstm_dim,
             projection_dim=get("lstm.projection_dim", int, default=lstm_dim, minimum=1),
@@ -137,7 +148,7 @@ class _Invalid(Exception):
     """A value is not what its key needs; the message names the key, not the file."""
 
 
-class _OptionReader:
+class OptionReader:
     """Reads dotted keys (``lstm.dim``) of an options dict with type and range checks."""
 
     def __init__(self, options: Dict[str, Any], source: str) -> None:
@@ -162,16 +173,16 @@ class _OptionReader:
             raise OptionsError(f"{self.source}: {err}") from None
         return value
 
-    def filters(self, *, max_width: int) -> Tuple[Tuple[int, int], ...]:
-        """``char_cnn.filters``: 1 to :data:`MAX_REPEATS` pairs [width, count]."""
-        raw = self("char_cnn.filters", list)
+    def filters(self, *, max_width: int, key: str = "char_cnn.filters") -> Tuple[Tuple[int, int], ...]:
+        """`key`: 1 to :data:`MAX_REPEATS` pairs [width, count]."""
+        raw = self(key, list)
         try:
             if not 1 <= len(raw) <= MAX_REPEATS:
-                raise _Invalid(f"char_cnn.filters has {len(raw)} filters, not 1 to {MAX_REPEATS}")
-            return tuple(self._filter(f"char_cnn.filters[{i}]", pair, max_width) for i, pair in enumerate(raw))
+                raise _Invalid(f"{key} has {len(raw)} filters, not 1 to {MAX_REPEATS}")
+            return tuple(self._filter(f"{key}[{i}]", pair, max_width) for i, pair in enumerate(raw))
         except _Invalid as err:
             raise OptionsError(
-                f"{self.source}: invalid char_cnn.filters: {err} (expected [[width, count], ...] "
+                f"{self.source}: invalid {key}: {err} (expected [[width, count], ...] "
                 f"with 1 <= width <= {max_width} and count >= 1)"
             ) from None
 
@@ -196,7 +207,7 @@ class _OptionReader:
 
 def _number(key: str, value: Any, kind: type, minimum: Optional[float], maximum: Optional[float]) -> Any:
     """`value` as a `kind` (int or float) in [minimum, maximum], or `_Invalid`: the one
-    check of an option's number (its finiteness: :func:`_check_every_value`)."""
+    check of an option's number (its finiteness: :func:`check_every_value`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _Invalid(f"{key} must be a number, got {reprlib.repr(value)}")
     if kind is int and value != int(value):
@@ -209,7 +220,7 @@ def _number(key: str, value: Any, kind: type, minimum: Optional[float], maximum:
     return value
 
 
-def _check_every_value(options: Any, source: str) -> None:
+def check_every_value(options: Any, source: str) -> None:
     """Refuse NaN and infinities under any key, and nesting deeper than :data:`MAX_DEPTH`."""
     pending: List[Tuple[str, Any, int]] = [("", options, 0)]
     while pending:  # a loop, not recursion: the depth is what is being checked

@@ -14,6 +14,7 @@ import torch
 from ...errors import OptionsError, WeightsError, one_line
 from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 from .bilm import ElmoBiLM
+from .char_ids import BYTE_IDS
 from .options import BiLMOptions
 
 PathLike = Union[str, Path]
@@ -41,9 +42,16 @@ _NOT_NUMBERS = {"O": "strings", "S": "strings", "U": "strings", "V": "records (a
 def read_options(path: PathLike, *, shown: Optional[str] = None) -> BiLMOptions:
     """The options in `path`: every value checked, and the biLM they describe at most
     :data:`MAX_PARAMETERS` large. Messages name `shown` (default: the path)."""
-    path = Path(path)
     source = shown or str(path)
-    _check_regular_file(path, OptionsError, "Options")
+    options = BiLMOptions.from_dict(read_json(path, source=source), source=source)
+    check_parameter_count(options, source)
+    return options
+
+
+def read_json(path: PathLike, *, source: str) -> Any:
+    """The JSON value in `path`; anything but a readable JSON file is one `OptionsError`."""
+    path = Path(path)
+    check_regular_file(path, OptionsError, "Options")
     try:
         text = path.read_text(encoding="utf8")
     except OSError as err:
@@ -51,16 +59,13 @@ def read_options(path: PathLike, *, shown: Optional[str] = None) -> BiLMOptions:
     except UnicodeDecodeError as err:
         raise OptionsError(f"{source}: not UTF-8 text (byte {err.start})") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise OptionsError(f"{source}: not valid JSON (line {err.lineno}: {err.msg})") from None
     except ValueError as err:  # an integer of more than 4,300 digits
         raise OptionsError(f"{source}: not valid JSON ({one_line(err).split(':')[0]})") from None
     except RecursionError:
         raise OptionsError(f"{source}: not valid JSON (nested too deeply)") from None
-    options = BiLMOptions.from_dict(data, source=source)
-    check_parameter_count(options, source)
-    return options
 
 
 def check_parameter_count(options: BiLMOptions, source: str) -> None:
@@ -177,7 +182,7 @@ def read_hdf5_arrays(
     """
     import h5py
 
-    _check_regular_file(Path(path), WeightsError, "Weights")
+    check_regular_file(Path(path), WeightsError, "Weights")
     try:
         handle = h5py.File(path, "r")
     except OSError as err:
@@ -230,7 +235,7 @@ def _declared_dataset(handle: Any, name: str, shape: Tuple[int, ...], path: Path
     return dataset
 
 
-def _check_regular_file(path: Path, error: type, what: str) -> None:
+def check_regular_file(path: Path, error: type, what: str) -> None:
     """Refuse a FIFO or device before reading it: it would block forever or never end."""
     if path.exists() and not path.is_file():
         raise error(f"{what} path {path} is not a regular file")
@@ -338,6 +343,11 @@ def save_bilm(bilm: ElmoBiLM, directory: PathLike) -> Tuple[Path, Path]:
     """
     import h5py
 
+    if bilm.token_ids is not BYTE_IDS:
+        raise WeightsError(
+            "This biLM reads a character vocabulary (an ELMoForManyLangs model), not UTF-8 bytes: "
+            "the bilm-tf format cannot hold it"
+        )
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     options_path, weights_path = directory / OPTIONS_NAME, directory / WEIGHTS_NAME

@@ -21,7 +21,7 @@ _FIRST_CAPACITY = 1024
 
 
 class TokenVectorCache:
-    """Token vectors *Shape:* ``(projection_dim,)`` keyed by a word's 50 character ids.
+    """Token vectors *Shape:* ``(projection_dim,)`` keyed by a word's ids (its 50 character ids).
 
     :param max_words: the most words kept (0: no caching).
     """
@@ -48,7 +48,7 @@ class TokenVectorCache:
     def token_vectors(self, encoder: CharacterEncoder, char_ids: Tensor) -> Tensor:
         """``encoder(char_ids)``, computing only the words not seen before.
 
-        :param char_ids: *Shape:* ``(n_words, 50)``, distinct rows.
+        :param char_ids: *Shape:* ``(n_words, token_width)``, distinct rows.
         :returns: *Shape:* ``(n_words, projection_dim)``.
 
         Only for prediction: the result carries no gradient.
@@ -57,7 +57,7 @@ class TokenVectorCache:
             # Inference tensors (weights made under inference_mode) have no version counter to watch.
             return encoder(char_ids)
         self._serve(encoder)
-        keys = [row.tobytes() for row in char_ids.to(torch.int16).cpu().numpy()]
+        keys = [row.tobytes() for row in char_ids.to(torch.int32).cpu().numpy()]
         hit_rows, hit_slots, miss_rows = [], [], []
         for row, key in enumerate(keys):
             slot = self._slots.get(key)

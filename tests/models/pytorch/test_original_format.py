@@ -50,6 +50,22 @@ def test_save_then_load_a_random_model_keeps_outputs(tmp_path):
         torch.testing.assert_close(bilm(char_ids).layers, reloaded(char_ids).layers, rtol=0, atol=0)
 
 
+def test_options_as_bilm_tf_writes_them_in_training_load_as_for_inference(reference_dir, tmp_path):
+    """bilm-tf trains with n_characters 261 and reads the same weights with 262 (as the
+    published German model ships its options): both give the same layers."""
+    source = reference_dir / "allennlp"
+    shutil.copytree(source, tmp_path / "model")
+    options = json.loads((source / "options.json").read_text())
+    assert options["char_cnn"]["n_characters"] == 262
+    options["char_cnn"]["n_characters"] = 261
+    (tmp_path / "model" / "options.json").write_text(json.dumps(options))
+    char_ids = batch_to_char_ids([["Olá", "mundo", "!"], ["ELMo"]])
+    with torch.no_grad():
+        expected = load_bilm(source / "lm_weights.hdf5").eval()(char_ids).layers
+        got = load_bilm(tmp_path / "model" / "lm_weights.hdf5").eval()(char_ids).layers
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
 def test_named_sizes_have_consistent_shapes():
     original = expected_shapes(NAMED_SIZES["original"])
     assert original["CNN_high_1/W_carry"] == (2048, 2048)
@@ -115,7 +131,7 @@ def test_bad_options(reference_dir, tmp_path, content, message):
         ("lstm", "dim", float("inf"), "lstm.dim must be a finite number, got inf"),
         ("lstm", "n_layers", 65, "lstm.n_layers must be at most 64, got 65"),
         ("char_cnn", "n_highway", 10**30, "char_cnn.n_highway must be at most 64, got 1000000000000000000000000000000"),
-        ("char_cnn", "n_characters", 261, "char_cnn.n_characters must be at least 262, got 261"),
+        ("char_cnn", "n_characters", 260, "char_cnn.n_characters must be at least 261, got 260"),
         ("char_cnn", "filters", [[1.9, 4]], "invalid char_cnn.filters: char_cnn.filters[0][0] must be a whole "
          "number, got 1.9 (expected [[width, count], ...] with 1 <= width <= 50 and count >= 1)"),
         ("char_cnn", "filters", [[1, 4]] * 65, "invalid char_cnn.filters: char_cnn.filters has 65 filters, not 1 "

@@ -1,0 +1,268 @@
+"""Read ELMoForManyLangs models (HIT-SCIR: 44 languages, torch state dicts).
+
+A model folder holds ``config.json`` (training settings; its ``config_path`` names
+the model config), ``char.dic``, ``word.dic`` (when the model has a word embedding),
+``token_embedder.pkl`` and ``encoder.pkl``. The published folders do not hold the
+model config they name; all of them use :data:`PUBLISHED_CONFIG`. The model config is
+read from the folder only (by its file name), never from elsewhere on the machine.
+
+The architecture is ELMo's, with three differences kept by :class:`ElmoBiLM`: a
+character vocabulary (:class:`~.dictionary_ids.DictionaryIds`), a word embedding
+concatenated before the projection, and a highway gate that carries the input (its
+sign is flipped here: sigmoid(-z) = 1 - sigmoid(z)).
+"""
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any, Dict, Tuple, Union
+
+import torch
+
+from ...errors import OptionsError, WeightsError, one_line
+from .bilm import ElmoBiLM
+from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds
+from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
+from .original_format import MAX_PARAMETERS, check_regular_file, read_json
+
+PathLike = Union[str, Path]
+
+CONFIG_NAME = "config.json"
+DESCRIPTION_KEY = "elmoformanylangs"
+STATE_FILES = ("token_embedder.pkl", "encoder.pkl")
+#: The model config of every published model (``cnn_50_100_512_4096_sample.json``).
+PUBLISHED_CONFIG: Dict[str, Any] = {
+    "encoder": {"name": "elmo", "projection_dim": 512, "cell_clip": 3, "proj_clip": 3, "dim": 4096, "n_layers": 2},
+    "token_embedder": {
+        "name": "cnn", "activation": "relu", "n_highway": 2, "word_dim": 100, "char_dim": 50,
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "max_characters_per_token": 50,
+    },
+}
+PUBLISHED_CONFIG_NAMES = ("cnn_50_100_512_4096_sample.json", "cnn_0_100_512_4096_sample.json")
+# A vocabulary file may hold this many bytes (the published word.dic files are a few MB).
+MAX_DICTIONARY_BYTES = 256 << 20
+# ELMoForManyLangs' gate blocks are i, f, g, o; the model keeps i, f, o, g.
+_FILE_TO_MODEL_GATES = (0, 1, 3, 2)
+
+
+def is_elmoformanylangs_folder(path: PathLike) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / CONFIG_NAME).is_file() and (path / STATE_FILES[1]).exists()
+
+
+def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
+    """Build an :class:`ElmoBiLM` from an ELMoForManyLangs model folder; every file is
+    checked (values, shapes, sizes) before its contents are used."""
+    folder = Path(folder)
+    model_config, source = _model_config(folder)
+    get = OptionReader(model_config, source)
+    for key in ("encoder.name", "token_embedder.name"):
+        expected = "elmo" if key.startswith("encoder") else "cnn"
+        if get(key, str) != expected:
+            raise OptionsError(f"{source}: {key} must be {expected!r} (the ELMo architecture), got {get(key, str)!r}")
+    max_chars = get("token_embedder.max_characters_per_token", int, minimum=3, maximum=1000)
+    word_dim = get("token_embedder.word_dim", int, minimum=0)
+    characters = read_dictionary(folder / "char.dic", CHARACTER_SPECIALS)
+    words = read_dictionary(folder / "word.dic", WORD_SPECIALS) if word_dim else None
+    activation = get("token_embedder.activation", str)
+    if activation not in ("relu", "tanh"):
+        raise OptionsError(f"{source}: token_embedder.activation must be 'relu' or 'tanh', got {activation!r}")
+    options = BiLMOptions(
+        char_embedding_dim=get("token_embedder.char_dim", int, minimum=1),
+        filters=get.filters(max_width=max_chars, key="token_embedder.filters"),
+        n_highway=get("token_embedder.n_highway", int, minimum=0, maximum=MAX_REPEATS),
+        activation=activation,
+        n_characters=len(characters) + 1,  # row 0: a padded token
+        max_characters_per_token=max_chars,
+        lstm_dim=get("encoder.dim", int, minimum=1),
+        projection_dim=get("encoder.projection_dim", int, minimum=1),
+        n_layers=get("encoder.n_layers", int, minimum=1, maximum=MAX_REPEATS),
+        cell_clip=get("encoder.cell_clip", float, minimum=0) or None,  # 0: no clipping
+        proj_clip=get("encoder.proj_clip", float, minimum=0) or None,
+        use_skip_connections=True,
+        word_embedding_dim=word_dim,
+        n_words=len(words) + 1 if words is not None else 0,
+        always_project=True,
+    )
+    shapes = expected_shapes(options)
+    n_parameters = sum(math.prod(shape) for file in shapes.values() for shape in file.values())
+    if n_parameters > MAX_PARAMETERS:
+        raise OptionsError(
+            f"{source}: describes a biLM of {n_parameters:,} parameters (vocabularies included), more than "
+            f"the {MAX_PARAMETERS:,} spacy-elmo loads (4 times the largest published ELMo)"
+        )
+    states = {name: _read_state(folder / name, shapes[name]) for name in STATE_FILES}
+    bilm = ElmoBiLM(options, DictionaryIds(characters, words, max_chars))
+    _set_state(bilm, states["token_embedder.pkl"], states["encoder.pkl"])
+    return bilm
+
+
+def _model_config(folder: Path) -> Tuple[Dict[str, Any], str]:
+    """The model config that ``config.json`` names, and how messages name it."""
+    config_path = folder / CONFIG_NAME
+    config = read_json(config_path, source=str(config_path))
+    named = config.get("config_path") if isinstance(config, dict) else None
+    if not isinstance(named, str) or not named.strip():
+        raise OptionsError(f"{config_path}: no config_path (the model config's file name) in it")
+    name = Path(named.replace("\\", "/")).name
+    if (folder / name).is_file():
+        model_config = read_json(folder / name, source=str(folder / name))
+        source = str(folder / name)
+    elif name in PUBLISHED_CONFIG_NAMES:
+        model_config, source = PUBLISHED_CONFIG, f"{config_path} ({name}, the published model config)"
+    else:
+        raise OptionsError(
+            f"{config_path}: the model config {name} is not in {folder} (copy it there from the "
+            f"training run; the published models use {PUBLISHED_CONFIG_NAMES[0]}, known to spacy-elmo)"
+        )
+    if not isinstance(model_config, dict):
+        raise OptionsError(f"{source}: not a model config (a JSON object with encoder and token_embedder)")
+    check_every_value(model_config, source)
+    return model_config, source
+
+
+def read_dictionary(path: Path, specials: Tuple[str, ...]) -> Dict[str, int]:
+    """``char.dic`` or ``word.dic``: one ``entry<TAB>id`` a line, ids from 0, read as
+    ELMoForManyLangs reads them (lines split as Python splits them, whitespace
+    stripped; an entry that is all whitespace becomes U+3000)."""
+    check_regular_file(path, WeightsError, "Vocabulary")
+    if not path.is_file():
+        raise WeightsError(f"Vocabulary file not found: {path} (an ELMoForManyLangs model folder holds it)")
+    if path.stat().st_size > MAX_DICTIONARY_BYTES:
+        raise WeightsError(f"{path}: {path.stat().st_size:,} bytes, more than a vocabulary may have ({MAX_DICTIONARY_BYTES:,})")
+    try:
+        text = path.read_bytes().decode("utf8")
+    except UnicodeDecodeError as err:
+        raise WeightsError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    entries: Dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        parts = line.strip().split("\t")
+        if parts == [""]:
+            continue
+        if len(parts) == 1:
+            parts = ["\u3000", parts[0]]
+        if len(parts) != 2 or not parts[1].isascii() or not parts[1].isdigit():
+            raise WeightsError(f"{path}, line {number}: expected an entry, a tab and its id, got {line[:60]!r}")
+        entries[parts[0]] = int(parts[1])
+    missing = [special for special in specials if special not in entries]
+    if missing:
+        raise WeightsError(f"{path}: lacks the entries {', '.join(missing)}")
+    too_large = [(key, i) for key, i in entries.items() if i >= len(entries)]
+    if too_large:
+        key, i = too_large[0]
+        raise WeightsError(f"{path}: id {i} of {key!r} is not below the number of entries ({len(entries):,})")
+    return entries
+
+
+def expected_shapes(options: BiLMOptions) -> Dict[str, Dict[str, Tuple[int, ...]]]:
+    """Every tensor of the two state dicts with the shape the model config implies."""
+    embedder: Dict[str, Tuple[int, ...]] = {}
+    if options.word_embedding_dim:
+        embedder["word_emb_layer.embedding.weight"] = (options.n_words - 1, options.word_embedding_dim)
+    embedder["char_emb_layer.embedding.weight"] = (options.n_characters - 1, options.char_embedding_dim)
+    for i, (width, count) in enumerate(options.filters):
+        embedder[f"convolutions.{i}.weight"] = (count, options.char_embedding_dim, width)
+        embedder[f"convolutions.{i}.bias"] = (count,)
+    width = options.n_filters
+    for k in range(options.n_highway):
+        embedder[f"highways._layers.{k}.weight"] = (2 * width, width)
+        embedder[f"highways._layers.{k}.bias"] = (2 * width,)
+    embedder["projection.weight"] = (options.projection_dim, options.token_features)
+    embedder["projection.bias"] = (options.projection_dim,)
+    encoder: Dict[str, Tuple[int, ...]] = {}
+    hidden, proj = options.lstm_dim, options.projection_dim
+    for layer in range(options.n_layers):
+        for direction in ("forward", "backward"):
+            prefix = f"{direction}_layer_{layer}"
+            encoder[f"{prefix}.input_linearity.weight"] = (4 * hidden, proj)
+            encoder[f"{prefix}.state_linearity.weight"] = (4 * hidden, proj)
+            encoder[f"{prefix}.state_linearity.bias"] = (4 * hidden,)
+            encoder[f"{prefix}.state_projection.weight"] = (proj, hidden)
+    return {"token_embedder.pkl": embedder, "encoder.pkl": encoder}
+
+
+def _read_state(path: Path, shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, torch.Tensor]:
+    """A state dict saved by ``torch.save``, read without running code (weights_only),
+    once its size fits the shapes; each tensor's name, shape and values checked."""
+    check_regular_file(path, WeightsError, "Weights")
+    if not path.is_file():
+        raise WeightsError(f"Weights file not found: {path} (an ELMoForManyLangs model folder holds it)")
+    expected_bytes = 4 * sum(math.prod(shape) for shape in shapes.values())
+    if path.stat().st_size > 2 * expected_bytes + (1 << 20):
+        raise WeightsError(
+            f"{path}: {path.stat().st_size:,} bytes, far more than the {expected_bytes:,} its model config implies"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # pickle, zip and torch errors alike: the file is not a state dict
+        raise WeightsError(f"{path}: not a torch state dict that loads safely ({one_line(err)[:200]})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise WeightsError(f"{path}: not a state dict (names to tensors)")
+    unexpected = sorted(set(state) - set(shapes))
+    missing = sorted(set(shapes) - set(state))
+    if missing or unexpected:
+        raise WeightsError(
+            f"{path}: tensors do not match its model config (missing: {', '.join(missing[:5]) or 'none'}; "
+            f"unexpected: {', '.join(map(str, unexpected[:5])) or 'none'})"
+        )
+    for name, shape in shapes.items():
+        tensor = state[name]
+        if tuple(tensor.shape) != shape:
+            raise WeightsError(f"{path}: {name} has shape {tuple(tensor.shape)}, the model config implies {shape}")
+        if not tensor.is_floating_point():
+            raise WeightsError(f"{path}: {name} holds {tensor.dtype}, not floating-point numbers")
+        if not bool(torch.isfinite(tensor).all()):
+            raise WeightsError(f"{path}: {name} holds values that are not finite (NaN or infinity)")
+    return {name: state[name].to(torch.float32) for name in shapes}
+
+
+def _set_state(bilm: ElmoBiLM, embedder: Dict[str, torch.Tensor], encoder: Dict[str, torch.Tensor]) -> None:
+    options, chars, lstm = bilm.options, bilm.char_encoder, bilm.lstm
+    width, hidden = options.n_filters, options.lstm_dim
+    with torch.no_grad():
+        chars.char_embedding[0].zero_()
+        chars.char_embedding[1:].copy_(embedder["char_emb_layer.embedding.weight"])
+        if chars.word_embedding is not None:
+            chars.word_embedding[0].zero_()
+            chars.word_embedding[1:].copy_(embedder["word_emb_layer.embedding.weight"])
+        for i, conv in enumerate(chars.convolutions):
+            conv.weight.copy_(embedder[f"convolutions.{i}.weight"])
+            conv.bias.copy_(embedder[f"convolutions.{i}.bias"])
+        for k, (weight, bias) in enumerate(zip(chars.highway_weights, chars.highway_biases)):
+            # Rows [transform | gate]; their gate weighs the input, this model's the transform.
+            flip = torch.cat([torch.ones(width), -torch.ones(width)])
+            weight.copy_((embedder[f"highways._layers.{k}.weight"] * flip[:, None]).T)
+            bias.copy_(embedder[f"highways._layers.{k}.bias"] * flip)
+        assert chars.projection is not None  # always_project
+        chars.projection.weight.copy_(embedder["projection.weight"])
+        chars.projection.bias.copy_(embedder["projection.bias"])
+        for layer in range(options.n_layers):
+            for d, direction in enumerate(("forward", "backward")):
+                prefix = f"{direction}_layer_{layer}"
+                lstm.input_weights[layer][d].copy_(_gates(encoder[f"{prefix}.input_linearity.weight"].T))
+                lstm.hidden_weights[layer][d].copy_(_gates(encoder[f"{prefix}.state_linearity.weight"].T))
+                bias = _gates(encoder[f"{prefix}.state_linearity.bias"])
+                bias[hidden : 2 * hidden] -= 1.0  # the model adds TensorFlow's forget bias of 1
+                lstm.biases[layer][d].copy_(bias)
+                lstm.projections[layer][d].copy_(encoder[f"{prefix}.state_projection.weight"].T)
+
+
+def _gates(tensor: torch.Tensor) -> torch.Tensor:
+    blocks = tensor.chunk(4, dim=-1)
+    return torch.cat([blocks[i] for i in _FILE_TO_MODEL_GATES], dim=-1)
+
+
+def description(bilm: ElmoBiLM) -> Dict[str, Any]:
+    """What rebuilds the skeleton of `bilm`, a model read by this module (with
+    :func:`from_description`): its sizes and vocabularies, as plain data."""
+    assert isinstance(bilm.token_ids, DictionaryIds)
+    options = {f.name: getattr(bilm.options, f.name) for f in dataclasses.fields(BiLMOptions) if f.name != "extra"}
+    options["filters"] = [list(pair) for pair in options["filters"]]
+    return {DESCRIPTION_KEY: {"options": options, "token_ids": bilm.token_ids.to_dict()}}
+
+
+def from_description(data: Dict[str, Any]) -> ElmoBiLM:
+    """The skeleton :func:`description` describes (its weights come separately)."""
+    options = dict(data[DESCRIPTION_KEY]["options"])
+    options["filters"] = tuple(tuple(pair) for pair in options["filters"])
+    return ElmoBiLM(BiLMOptions(**options), DictionaryIds.from_dict(data[DESCRIPTION_KEY]["token_ids"]))

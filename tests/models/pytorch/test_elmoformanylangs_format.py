@@ -1,0 +1,158 @@
+"""ELMoForManyLangs models: the layers its own code computed for two tiny random models
+(tests/fixtures/elmoformanylangs, made by make_fixture.py there), and one line for a bad file."""
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+import torch
+
+from spacy_elmo.errors import SpacyElmoError
+from spacy_elmo.models.loaders import load_model
+from spacy_elmo.models.pytorch.elmoformanylangs_format import load_elmoformanylangs
+from spacy_elmo.models.pytorch.original_format import save_bilm
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
+MODELS = ["char_only", "with_words"]
+
+
+def expected(name: str) -> dict:
+    return json.loads((FIXTURES / name / "expected.json").read_text(encoding="utf8"))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_layers_are_those_elmoformanylangs_computes(name):
+    bilm = load_elmoformanylangs(FIXTURES / name).eval()
+    reference = expected(name)
+    sentences = reference["sentences"]
+    with torch.no_grad():
+        together = bilm(bilm.ids_of(sentences)).layers
+        for i, sentence in enumerate(sentences):
+            theirs = numpy.array(reference["layers"][i], dtype=numpy.float32)
+            assert theirs.shape == (3, len(sentence), 16)
+            numpy.testing.assert_allclose(together[i, :, : len(sentence)].numpy(), theirs, rtol=0, atol=1e-5)
+            alone = bilm(bilm.ids_of([sentence])).layers[0]
+            numpy.testing.assert_allclose(alone.numpy(), theirs, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_ids_are_those_elmoformanylangs_builds(name):
+    """Their ids, +1 (0 marks a padded token); the word id first where there are words."""
+    bilm = load_elmoformanylangs(FIXTURES / name)
+    reference = expected(name)
+    ids = bilm.ids_of(reference["sentences"])
+    for i, (sentence, theirs) in enumerate(zip(reference["sentences"], reference["inputs"])):
+        rows = numpy.array(theirs["char_ids"]) + 1
+        if name == "with_words":
+            rows = numpy.concatenate([numpy.array(theirs["word_ids"])[:, None] + 1, rows], axis=1)
+        assert (ids[i, : len(sentence)].numpy() == rows[1:-1]).all()
+        assert (bilm.boundary_ids.numpy() == rows[[0, -1]]).all()
+
+
+def test_a_pipeline_with_an_elmoformanylangs_model_runs_saves_and_loads(tmp_path):
+    nlp = spacy.blank("pt")
+    nlp.add_pipe("elmo")
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "weights_loader": {"@misc": "spacy-elmo.elmo_weights.v1", "model": str(FIXTURES / "with_words")}
+    }
+    nlp.initialize()
+    sentence = expected("with_words")["sentences"][0]
+    doc = nlp(spacy.tokens.Doc(nlp.vocab, words=sentence))
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    again = loaded(spacy.tokens.Doc(loaded.vocab, words=sentence))
+    numpy.testing.assert_array_equal(doc.tensor, again.tensor)
+    mean = numpy.array(expected("with_words")["layers"][0]).mean(axis=0)
+    numpy.testing.assert_allclose(doc.tensor, mean, rtol=0, atol=1e-5)
+
+
+def test_embed_reads_an_elmoformanylangs_folder(tmp_path, capsys, monkeypatch):
+    from tests.cli.test_embed import read_output, run_embed, write_lines
+
+    reference = expected("char_only")
+    input_path = write_lines(tmp_path / "in.txt", [" ".join(s) for s in reference["sentences"][2:4]])
+    code, out, err = run_embed(capsys, monkeypatch, input_path, tmp_path / "out.hdf5", "--weights", str(FIXTURES / "char_only"))
+    assert code == 0, out + err
+    arrays, _ = read_output(tmp_path / "out.hdf5")
+    for array, layers in zip(arrays, reference["layers"][2:4]):
+        numpy.testing.assert_allclose(array, numpy.array(layers), rtol=0, atol=1e-5)
+
+
+def test_it_cannot_be_written_in_the_bilm_tf_format(tmp_path):
+    with pytest.raises(SpacyElmoError, match="character vocabulary .*bilm-tf format cannot hold it"):
+        save_bilm(load_elmoformanylangs(FIXTURES / "char_only"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def _edit_json(name):
+    def edit(folder: Path, change) -> None:
+        path = folder / name
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+    return edit
+
+
+def _model_config(change):
+    return lambda folder: _edit_json("cnn_6_5_8_16_sample.json")(folder, change)
+
+
+def _state(file, change):
+    def edit(folder: Path) -> None:
+        state = torch.load(folder / file, weights_only=True)
+        change(state)
+        torch.save(state, folder / file)
+    return edit
+
+
+class Exploit:
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+HOSTILE = [
+    ("config.json not JSON", lambda f: (f / "config.json").write_text("{"), "config.json: not valid JSON"),
+    ("no config_path", lambda f: _edit_json("config.json")(f, lambda d: d.pop("config_path")),
+     "no config_path"),
+    ("model config elsewhere", lambda f: (f / "cnn_6_5_8_16_sample.json").unlink(),
+     "the model config cnn_6_5_8_16_sample.json is not in"),
+    ("a plain LSTM encoder", _model_config(lambda d: d["encoder"].update(name="lstm")),
+     "encoder.name must be 'elmo'"),
+    ("NaN clip", _model_config(lambda d: d["encoder"].update(cell_clip=float("nan"))),
+     "encoder.cell_clip must be a finite number"),
+    ("a size bomb", _model_config(lambda d: d["encoder"].update(dim=10**7)),
+     "more than the 400,000,000 spacy-elmo loads"),
+    ("a bad char.dic line", lambda f: (f / "char.dic").write_text("a\t0\nb\tx\n", encoding="utf8"),
+     "char.dic, line 2: expected an entry, a tab and its id"),
+    ("char.dic without <pad>", lambda f: (f / "char.dic").write_text(
+        "".join(line for line in (f / "char.dic").read_text(encoding="utf8").splitlines(True) if "<pad>" not in line),
+        encoding="utf8"), "char.dic: lacks the entries <pad>"),
+    ("an id past the end", lambda f: (f / "word.dic").write_text(
+        (f / "word.dic").read_text(encoding="utf8") + "zzz\t999\n", encoding="utf8"), "id 999 of 'zzz' is not below"),
+    ("a wrong shape", _state("encoder.pkl", lambda s: s.update({"forward_layer_0.state_projection.weight": torch.zeros(8, 3)})),
+     r"forward_layer_0.state_projection.weight has shape \(8, 3\), the model config implies \(8, 16\)"),
+    ("a missing tensor", _state("token_embedder.pkl", lambda s: s.pop("projection.bias")),
+     "missing: projection.bias"),
+    ("a NaN weight", _state("encoder.pkl", lambda s: s["backward_layer_1.state_linearity.bias"].fill_(float("nan"))),
+     "backward_layer_1.state_linearity.bias holds values that are not finite"),
+    ("code in the pickle", lambda f: (f / "encoder.pkl").write_bytes(pickle.dumps(Exploit(), protocol=2)),
+     "encoder.pkl: not a torch state dict that loads safely"),
+    ("a FIFO as char.dic", lambda f: ((f / "char.dic").unlink(), os.mkfifo(f / "char.dic")),
+     "Vocabulary path .*char.dic is not a regular file"),
+]
+
+
+@pytest.mark.parametrize("name,damage,message", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_a_bad_file_gets_one_line(tmp_path, monkeypatch, name, damage, message):
+    folder = tmp_path / "model"
+    shutil.copytree(FIXTURES / "with_words", folder)
+    monkeypatch.chdir(tmp_path)
+    damage(folder)
+    with pytest.raises(SpacyElmoError, match=message) as caught:
+        load_model(folder)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "pwned").exists()
