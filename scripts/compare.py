@@ -24,7 +24,7 @@ from spacy_elmo.output_files import atomic_output_path
 
 # (task file prefix, task name, [(score key, label)], the main score's key): keys of `spacy evaluate`.
 TASKS: List[Tuple[str, str, List[Tuple[str, str]], str]] = [
-    ("ud", "UD English-EWT", [
+    ("ud", "UD", [
         ("pos_acc", "UPOS"), ("tag_acc", "XPOS"), ("morph_acc", "Morph"),
         ("dep_uas", "UAS"), ("dep_las", "LAS"),
     ], "dep_las"),

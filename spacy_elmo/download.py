@@ -28,7 +28,7 @@ CHUNK = 1 << 20
 TIMEOUT_S = 60  # without a byte
 DEADLINE_S = 3600  # for a whole file
 # The largest published file (original-5.5b's weights) is about 375 MB; options are a few KB.
-MAX_BYTES = {".json": 1 << 20, ".hdf5": 2 << 30, ".h5": 2 << 30}
+MAX_BYTES = {".json": 1 << 20, ".hdf5": 2 << 30, ".h5": 2 << 30, ".zip": 2 << 30}
 
 
 def download(url: str, destination: Path, *, verify: Verifier, what: str = "file") -> Path:

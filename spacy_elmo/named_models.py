@@ -1,13 +1,14 @@
-"""ELMo models by name: the English biLM shipped in this package, and the published
-AllenNLP/bilm-tf models, downloaded on first use into a cache directory.
+"""ELMo models by name: the English biLM shipped in this package, and published models
+(AllenNLP/bilm-tf's, contributed ones, ELMoForManyLangs'), downloaded on first use into
+a cache directory.
 
     model_files("english-compact")  # in the installed package, offline
-    model_files("small")            # downloaded once, then read from the cache
+    model_files("small", verify=check)  # downloaded once (kept when `check` accepts it)
     locate_vectors("english-compact")  # the floret vectors shipped beside it (spaCy format)
 
 ``SPACY_ELMO_CACHE`` (default ``$XDG_CACHE_HOME/spacy-elmo``, else ``~/.cache/spacy-elmo``)
-and ``SPACY_ELMO_BASE_URL`` (default AllenNLP's public bucket) change where published
-models are kept and fetched from; both can also be given per call.
+and ``SPACY_ELMO_BASE_URL`` (default: each publisher's own; a mirror keeps their paths)
+change where published models are kept and fetched from; both can also be given per call.
 """
 import contextlib
 import os
@@ -20,7 +21,9 @@ from .errors import InputError
 
 PathLike = Union[str, Path]
 
-DEFAULT_BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
+ALLENNLP_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
+NLPL_URL = "http://vectors.nlpl.eu/repository"
+TSYSTEMS_URL = "https://github.com/t-systems-on-site-services-gmbh/german-elmo-model/releases/download"
 RESOURCES = Path(__file__).parent / "resources"
 
 
@@ -29,22 +32,64 @@ class NamedModel:
     name: str
     lang: str
     description: str
-    # Shipped: the folder under spacy_elmo/resources. Published: the folder on the server.
+    # Shipped: the folder under spacy_elmo/resources. Published: the folder in the cache.
     folder: str
-    shipped: bool
+    shipped: bool = False
+    # Published: each file's path under `publisher_url` (options and weights, or one archive).
+    files: Tuple[str, ...] = ()
+    publisher_url: str = ALLENNLP_URL
     # Shipped static vectors trained on the model's text: a spaCy vectors directory
     # (`spacy init vectors --mode floret`) in the model's folder, under this name.
     vectors_folder: Optional[str] = None
 
-    def file_names(self) -> Tuple[str, str]:
-        """(options, weights) file names, as the publisher names them."""
+    def file_names(self) -> Tuple[str, ...]:
+        """The files' names, as the publisher names them (and the cache keeps them)."""
         if self.shipped:
             return "options.json", "weights.hdf5"
-        return f"elmo_{self.folder}_options.json", f"elmo_{self.folder}_weights.hdf5"
+        return tuple(Path(path).name for path in self.files)
+
+    @property
+    def is_archive(self) -> bool:
+        """Published as one ELMoForManyLangs zip archive, unpacked in the cache."""
+        return len(self.files) == 1
 
 
-def _published(name: str, folder: str, description: str) -> NamedModel:
-    return NamedModel(name=name, lang="en", description=description, folder=folder, shipped=False)
+def _allennlp(name: str, folder: str, description: str) -> NamedModel:
+    files = (f"{folder}/elmo_{folder}_options.json", f"{folder}/elmo_{folder}_weights.hdf5")
+    return NamedModel(name=name, lang="en", description=description, folder=folder, files=files)
+
+
+def _contributed(
+    name: str, lang: str, options: str, weights: str, description: str, url: str = ALLENNLP_URL
+) -> NamedModel:
+    return NamedModel(
+        name=name, lang=lang, description=description, folder=name, files=(options, weights), publisher_url=url
+    )
+
+
+#: ELMoForManyLangs (Che et al. 2018, CoNLL 2018 shared task): language code, language and
+#: the number of its archive in the NLPL repository (collection 11).
+ELMOFORMANYLANGS = (
+    ("ar", "Arabic", 136), ("bg", "Bulgarian", 137), ("ca", "Catalan", 138), ("cs", "Czech", 139),
+    ("cu", "Old Church Slavonic", 140), ("da", "Danish", 141), ("de", "German", 142), ("el", "Greek", 143),
+    ("en", "English", 144), ("es", "Spanish", 145), ("et", "Estonian", 146), ("eu", "Basque", 147),
+    ("fa", "Persian", 148), ("fi", "Finnish", 149), ("fr", "French", 150), ("ga", "Irish", 151),
+    ("gl", "Galician", 152), ("grc", "Ancient Greek", 153), ("he", "Hebrew", 154), ("hi", "Hindi", 155),
+    ("hr", "Croatian", 156), ("hu", "Hungarian", 157), ("id", "Indonesian", 158), ("it", "Italian", 159),
+    ("ja", "Japanese", 160), ("ko", "Korean", 161), ("la", "Latin", 162), ("lv", "Latvian", 163),
+    ("nl", "Dutch", 164), ("nb", "Norwegian Bokmål", 165), ("nn", "Norwegian Nynorsk", 166), ("pl", "Polish", 167),
+    ("pt", "Portuguese", 168), ("ro", "Romanian", 169), ("ru", "Russian", 170), ("sk", "Slovak", 171),
+    ("sl", "Slovenian", 172), ("sv", "Swedish", 173), ("tr", "Turkish", 174), ("ug", "Uyghur", 175),
+    ("uk", "Ukrainian", 176), ("ur", "Urdu", 177), ("vi", "Vietnamese", 178), ("zh", "Chinese (traditional)", 179),
+)
+
+
+def _elmoformanylangs(lang: str, language: str, number: int) -> NamedModel:
+    return NamedModel(
+        name=f"elmoformanylangs-{lang}", lang=lang, folder=f"elmoformanylangs/{lang}", files=(f"11/{number}.zip",),
+        publisher_url=NLPL_URL,
+        description=f"ELMoForManyLangs {language} (LSTM 2x4096, projection 512, word embedding; Wikipedia and Common Crawl)",
+    )
 
 
 NAMED_MODELS: Dict[str, NamedModel] = {
@@ -55,13 +100,33 @@ NAMED_MODELS: Dict[str, NamedModel] = {
             description="spacy-elmo's English biLM (LSTM 2x512, projection 128; Wikipedia, "
             "Stack Exchange, Gutenberg), shipped in the package",
         ),
-        _published("small", "2x1024_128_2048cnn_1xhighway", "AllenNLP small (13.6M parameters, 1B Word)"),
-        _published("medium", "2x2048_256_2048cnn_1xhighway", "AllenNLP medium (28.0M parameters, 1B Word)"),
-        _published("original", "2x4096_512_2048cnn_2xhighway", "AllenNLP original (93.6M parameters, 1B Word)"),
-        _published(
+        _allennlp("small", "2x1024_128_2048cnn_1xhighway", "AllenNLP small (13.6M parameters, 1B Word)"),
+        _allennlp("medium", "2x2048_256_2048cnn_1xhighway", "AllenNLP medium (28.0M parameters, 1B Word)"),
+        _allennlp("original", "2x4096_512_2048cnn_2xhighway", "AllenNLP original (93.6M parameters, 1B Word)"),
+        _allennlp(
             "original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B",
             "AllenNLP original trained on 5.5B tokens (Wikipedia, WMT news)",
         ),
+        _contributed(
+            "pubmed", "en", "contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
+            "contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
+            "AllenNLP's original size trained on PubMed (biomedical English)",
+        ),
+        _contributed(
+            "portuguese-wikipedia", "pt", "contributed/pt/wikipedia/options.json",
+            "contributed/pt/wikipedia/elmo_pt_weights.hdf5",
+            "Portuguese, Wikipedia (Federal University of Goiás; listed by AllenNLP)",
+        ),
+        _contributed(
+            "portuguese-brwac", "pt", "contributed/pt/brwac/options.json",
+            "contributed/pt/brwac/elmo_pt_weights_dgx1.hdf5",
+            "Portuguese, brWaC web corpus (Federal University of Goiás; listed by AllenNLP)",
+        ),
+        _contributed(
+            "german-tsystems", "de", "files_1/options.json", "files_1/weights.hdf5",
+            "German, Wikipedia and comments (T-Systems on site services, BSD-2-Clause)", url=TSYSTEMS_URL,
+        ),
+        *(_elmoformanylangs(*entry) for entry in ELMOFORMANYLANGS),
     )
 }
 
@@ -72,10 +137,12 @@ DEFAULT_MODELS: Dict[str, str] = {model.lang: model.name for model in NAMED_MODE
 def default_model(lang: str) -> str:
     """The name of the default biLM for a spaCy language code, or a clear error."""
     if lang not in DEFAULT_MODELS:
+        published = [model.name for model in NAMED_MODELS.values() if model.lang == lang]
+        hint = f"published ones by name: {', '.join(published)}; " if published else ""
         raise InputError(
             f"spacy-elmo ships no biLM for language {lang!r} (only for: "
             f"{', '.join(sorted(DEFAULT_MODELS))}). Give the elmo component weights (paths.elmo_model: "
-            "a directory with options.json and weights.hdf5), e.g. one trained with "
+            f"{hint}a directory with options.json and weights.hdf5), or train one with "
             "`python -m spacy_elmo pretrain` on text in your language"
         )
     return DEFAULT_MODELS[lang]
@@ -95,48 +162,50 @@ def cache_dir(override: Optional[PathLike] = None) -> Path:
     return Path(base) / "spacy-elmo"
 
 
-def base_url(override: Optional[str] = None) -> str:
-    return (override or os.environ.get("SPACY_ELMO_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+def base_url(model: NamedModel, override: Optional[str] = None) -> str:
+    """Where `model`'s files are fetched from: `override`, ``SPACY_ELMO_BASE_URL`` (a
+    mirror that keeps the publishers' paths), or its publisher's URL."""
+    return (override or os.environ.get("SPACY_ELMO_BASE_URL") or model.publisher_url).rstrip("/")
 
 
 def model_files(
     name: str, *, verify: Verifier, cache: Optional[PathLike] = None, url: Optional[str] = None
-) -> Tuple[Path, Path]:
-    """(options.json, weights.hdf5) of a named model; published ones are downloaded
-    into the cache on first use (each file kept once `verify` accepts it) and read
-    from it afterwards."""
+) -> Tuple[Path, ...]:
+    """The files of a named model, in :meth:`NamedModel.file_names` order: (options.json,
+    weights.hdf5), or an ELMoForManyLangs archive. Published ones are downloaded into the
+    cache on first use (each file kept once `verify` accepts it) and read from it afterwards."""
     if name not in NAMED_MODELS:
-        raise InputError(f"Unknown ELMo model name {name!r}; known names: {', '.join(NAMED_MODELS)}")
+        raise InputError(f"Unknown ELMo model name {name!r}; known names: {known_names()}")
     model = NAMED_MODELS[name]
-    options_name, weights_name = model.file_names()
     if model.shipped:
         folder = RESOURCES / model.folder
-        paths = (folder / options_name, folder / weights_name)
+        paths = tuple(folder / file_name for file_name in model.file_names())
         missing = [str(path) for path in paths if not path.exists()]
         if missing:
             raise InputError(f"The installed spacy-elmo lacks its model files: {', '.join(missing)}")
         return paths
     folder = cache_dir(cache) / model.folder
-    remote = f"{base_url(url)}/{model.folder}"
+    remote = base_url(model, url)
     what = f"ELMo model {name!r}"
     new_folders = [path for path in (folder, *folder.parents) if not path.exists()]
-    new_files = [folder / file_name for file_name in (options_name, weights_name) if not (folder / file_name).exists()]
+    targets = [folder / file_name for file_name in model.file_names()]
+    new_files = [path for path in targets if not path.exists()]
     try:
-        options = download(f"{remote}/{options_name}", folder / options_name, verify=verify, what=what)
-        weights = download(f"{remote}/{weights_name}", folder / weights_name, verify=verify, what=what)
+        return tuple(
+            download(f"{remote}/{path}", target, verify=verify, what=what) for path, target in zip(model.files, targets)
+        )
     except BaseException:
         # A model arrives whole or not at all: nothing of a failed first download stays in the cache.
         for path in [*new_files, *new_folders]:  # files, then folders deepest first
             with contextlib.suppress(OSError):
                 path.unlink() if path in new_files else path.rmdir()
         raise
-    return options, weights
 
 
 def locate_model(
     model: PathLike, *, verify: Verifier, cache: Optional[PathLike] = None, url: Optional[str] = None
 ) -> Tuple[Path, Optional[Path]]:
-    """(weights file or directory, options.json or None) of a path or a model name.
+    """(weights file, directory or archive; options.json or None) of a path or a model name.
 
     An existing file or directory wins over a name; a name is looked up in
     :data:`NAMED_MODELS` (and a published model downloaded if need be).
@@ -145,12 +214,20 @@ def locate_model(
     if path.exists():
         return path, None
     if str(model) in NAMED_MODELS:
-        options, weights = model_files(str(model), verify=verify, cache=cache, url=url)
-        return weights, options
+        files = model_files(str(model), verify=verify, cache=cache, url=url)
+        return (files[0], None) if len(files) == 1 else (files[1], files[0])
     raise InputError(
         f"Weights file not found: {model} (no such file or directory, and not an ELMo model name: "
-        f"{', '.join(NAMED_MODELS)})"
+        f"{known_names()})"
     )
+
+
+def known_names() -> str:
+    """The model names, the ELMoForManyLangs ones as a pattern."""
+    many = "elmoformanylangs-"
+    names = [name for name in NAMED_MODELS if not name.startswith(many)]
+    codes = [lang for lang, _, _ in ELMOFORMANYLANGS]
+    return f"{', '.join(names)}, {many}LANG (LANG: {' '.join(codes)})"
 
 
 def default_vectors(lang: str) -> str:

@@ -41,7 +41,8 @@ def test_a_path_wins_over_a_name_and_an_unknown_name_lists_the_known_ones(tmp_pa
     (tmp_path / "small").symlink_to(allennlp_model_dir)
     assert find_model("small") == (Path("small"), None)
     with pytest.raises(InputError, match="Weights file not found: nope .no such file or directory, and not an "
-                       r"ELMo model name: english-compact, small, medium, original, original-5.5b\)"):
+                       r"ELMo model name: english-compact, small, medium, original, original-5.5b, pubmed, portuguese-wikipedia, "
+                       r"portuguese-brwac, german-tsystems, elmoformanylangs-LANG \(LANG: ar bg .* vi zh\)\)"):
         find_model("nope")
 
 

@@ -45,7 +45,7 @@ def embed_command(
     ),
     weights: Optional[Path] = typer.Option(
         None, "--weights", "-w",
-        help="The biLM: a weights .hdf5 file, a directory with options.json and weights.hdf5, or a model name (english-compact, small, medium, original, original-5.5b). Default: english-compact, shipped in the package.",
+        help="The biLM: a weights .hdf5 file, a directory with options.json and weights.hdf5, an ELMoForManyLangs model folder, or a model name (english-compact, small, original, pubmed, elmoformanylangs-pt, ...: docs/models.md). Default: english-compact, shipped in the package.",
     ),
     options: Optional[Path] = typer.Option(
         None, "--options", help="options.json, if it is not beside the weights."

@@ -1,6 +1,6 @@
 """`pretrain`: train a biLM on your own text (one process, or one per GPU under torchrun)."""
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Optional
 
 import typer
 from spacy.cli._util import parse_config_overrides
@@ -29,7 +29,7 @@ def pretrain_cli(
         None, "--init-from",
         help="Continue training this biLM: a directory with options.json and weights.hdf5 (original "
         "format, e.g. a previous run), the weights file itself, or a model name: english-compact (shipped), "
-        "small, medium, original, original-5.5b (published, downloaded once). Its sizes are kept, but a "
+        "small, medium, original, original-5.5b, pubmed, ... (published, downloaded once). Its sizes are kept, but a "
         "larger --model.lstm_dim widens its LSTM and a larger --model.projection_dim its projection (the new "
         "parts start silent)",
     ),
@@ -40,6 +40,7 @@ def pretrain_cli(
     """
     from ..malloc_settings import keep_freed_memory
     from ..pretraining.config import load_config
+    from ..pretraining.resume import resume_mode
     from ..pretraining.run import pretrain
 
     keep_freed_memory()  # each step's large temporaries reuse the last step's memory
@@ -47,27 +48,3 @@ def pretrain_cli(
     config = load_config(config_path, parse_config_overrides(args))
     device = None if gpu_id is None else select_device(gpu_id)
     pretrain(config, output_dir, device=device, resume=mode, init_from=init_from)
-
-
-def resume_mode(resume: bool, args: List[str]) -> Tuple[Union[bool, str], List[str]]:
-    """``--resume``'s mode (False, True or "auto") and the config overrides in `args`.
-
-    Typer has no options with an optional value, so ``--resume`` is a flag, and the
-    ``auto`` of ``--resume auto`` lands among the overrides, where a ``--section.key``
-    would stand (a value after ``--section.key`` is that setting's).
-    """
-    from ..pretraining.run import AUTO
-
-    mode: Union[bool, str] = resume
-    rest: List[str] = []
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if mode is True and arg == AUTO:
-            mode, index = AUTO, index + 1
-            continue
-        takes_value = arg.startswith("--") and "=" not in arg and index + 1 < len(args) and not args[index + 1].startswith("--")
-        step = 2 if takes_value else 1
-        rest.extend(args[index : index + step])
-        index += step
-    return mode, rest

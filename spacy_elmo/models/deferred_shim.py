@@ -18,7 +18,8 @@ from thinc.api import ArgsKwargs, Optimizer, PyTorchShim
 from thinc.shims.pytorch import default_serialize_torch_model
 from thinc.util import get_torch_default_device
 
-from ..errors import WeightsError, one_line
+from ..errors import WeightsError
+from .pytorch.state_dicts import read_state_dict
 
 DescribeT = Callable[[torch.nn.Module], Dict[str, Any]]
 BuildT = Callable[[Dict[str, Any]], torch.nn.Module]
@@ -97,35 +98,13 @@ def _deserialize(
     checksum = msg.get("sha256")  # absent in pipelines saved before it was written
     if checksum is not None and hashlib.sha256(state_bytes).hexdigest() != checksum:
         raise WeightsError(f"{_WHOSE}: the weights do not match their checksum; the pipeline file is damaged")
-    try:
-        state = torch.load(io.BytesIO(state_bytes), map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises assorted errors for bad or unsafe bytes
-        raise WeightsError(f"{_WHOSE}: the weights cannot be read safely ({one_line(err, 300)})") from None
     with torch.device("meta"):  # sizes only: nothing is allocated
         skeleton = build(msg["config"])
-    _check_state(state, skeleton.state_dict())
+    shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
+    state = read_state_dict(io.BytesIO(state_bytes), shapes, _WHOSE)
     module = build(msg["config"])
     module.load_state_dict(state)
     return module.to(device)
 
 
 _WHOSE = "The serialized ELMo model"
-
-
-def _check_state(state: Any, expected: Dict[str, torch.Tensor]) -> None:
-    """The state holds exactly the expected tensors, of their shapes, with finite values."""
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise WeightsError(f"{_WHOSE}: the weights are not a state dict of tensors")
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise WeightsError(
-            f"{_WHOSE}: its settings and weights disagree (missing {missing[:3]}, unexpected {unexpected[:3]})"
-        )
-    for name, tensor in state.items():
-        if tuple(tensor.shape) != tuple(expected[name].shape):
-            raise WeightsError(
-                f"{_WHOSE}: '{name}' has shape {tuple(tensor.shape)}, but its settings say {tuple(expected[name].shape)}"
-            )
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise WeightsError(f"{_WHOSE}: '{name}' holds values that are not finite (NaN or inf); the file is damaged")

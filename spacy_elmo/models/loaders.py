@@ -8,7 +8,7 @@ from ..models.pytorch.original_format import load_bilm
 from ..named_models import default_model, is_downloaded, locate_model
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
-from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs
+from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs, unpack_archive
 from .types import WeightsLoaderT
 
 
@@ -75,8 +75,12 @@ def find_model(
     model: Union[str, Path], *, cache: Optional[Path] = None, url: Optional[str] = None
 ) -> Tuple[Path, Optional[Path]]:
     """(weights file or directory, options.json or None) of a path or a model name, a
-    published model downloaded and verified first if it is not in the cache."""
-    return locate_model(model, verify=verify_download, cache=cache, url=url)
+    published model downloaded and verified first if it is not in the cache (an archive
+    unpacked there)."""
+    weights, options = locate_model(model, verify=verify_download, cache=cache, url=url)
+    if is_downloaded(model) and weights.suffix == ".zip":
+        return unpack_archive(weights), None
+    return weights, options
 
 
 def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:

@@ -17,10 +17,7 @@ from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
 from ..models.pytorch.options import BiLMOptions
 from ..output_files import check_output_dir
 from .assembly import GROWABLE, assemble_model, growth
-from .checkpoint import (
-    another_run, check_resumable, check_steps_left, check_vocabulary, load_checkpoint, restore_training_state,
-    run_origin,
-)
+from .checkpoint import check_vocabulary, load_checkpoint, restore_training_state
 from .config import PretrainConfig
 from .batch_stream import BatchStream
 from .corpus import Sentence, corpus_root, resolve_corpus_files
@@ -28,6 +25,7 @@ from .language_model import BiLMLanguageModel
 from .loop import TrainingLoop
 from .processes import Processes, setup_processes, shutdown
 from .progress import Progress
+from .resume import AUTO, Resume, another_run, check_resume, check_resumable, check_steps_left, run_origin
 from .run_directory import RunDirectory
 from .run_text import TextReading
 from .statistics import corpus_stats, unigram_perplexity
@@ -35,10 +33,6 @@ from .trainer import Trainer
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]
-#: ``resume=AUTO``: continue the run in the output directory when it is this run (same
-#: settings, ``--init-from`` and corpus files); move another run aside and start afresh.
-AUTO = "auto"
-Resume = Union[bool, str]
 
 
 class PretrainRun:
@@ -53,12 +47,10 @@ class PretrainRun:
         self, config: PretrainConfig, output_dir: PathLike, processes: Processes, *,
         resume: Resume = False, init_from: Optional[PathLike] = None,
     ) -> None:
-        if resume not in (True, False, AUTO):
-            raise ConfigError(f"resume must be true, false or {AUTO!r}, got {resume!r}")
         self.config = config
         self.directory = RunDirectory(output_dir)
         self.processes = processes
-        self.resume = resume
+        self.resume = check_resume(resume)
         self.resuming = resume is True  # decided on the main process for AUTO
         self.init_from = find_model(init_from) if init_from is not None else None
         if self.init_from is not None and is_elmoformanylangs_folder(self.init_from[0]):
@@ -177,7 +169,11 @@ class PretrainRun:
             config, self.directory, trainer=trainer, stream=stream, progress=progress, vocab=vocab,
             max_steps=max_steps, dev=dev, stats=stats, origin=self.origin,
         )
-        return self.loop.run()
+        try:
+            return self.loop.run()
+        finally:
+            # A draw in flight writes tokenized files: it ends before a stopped run removes them.
+            stream.close()
 
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
         """The checkpoint to continue from, checked against this run (None: a new run)."""

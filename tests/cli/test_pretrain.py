@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from spacy_elmo.cli import main
-from spacy_elmo.cli.pretrain import resume_mode
+from spacy_elmo.pretraining.resume import resume_mode
 from spacy_elmo.pretraining.checkpoint import load_checkpoint
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.default_config import default_config_text

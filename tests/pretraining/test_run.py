@@ -3,6 +3,7 @@ import dataclasses
 import json
 import math
 import shutil
+import time
 from pathlib import Path
 
 import h5py
@@ -19,6 +20,7 @@ from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.errors import CheckpointError, ConfigError, TrainingError
 from spacy_elmo.pretraining.metrics import MetricsLog
 from spacy_elmo.pretraining.assembly import assemble_model
+from spacy_elmo.pretraining.batch_stream import BatchStream
 from spacy_elmo.pretraining.run import pretrain
 from spacy_elmo.pretraining.trainer import Trainer
 
@@ -453,6 +455,23 @@ def test_a_run_stopped_before_its_first_step_removes_what_it_began_and_never_the
         after = {path.name: path.read_bytes() for path in output_dir.iterdir() if path.is_file()}
         del before["config.cfg"], after["config.cfg"]  # a resumed run saves its own settings as it starts
         assert after == before and (output_dir / "tokenized").is_dir()
+
+
+def test_a_stopped_run_waits_for_the_batches_drawn_in_the_background_before_it_cleans_up(tmp_path, tiny_text, monkeypatch):
+    """The draw in flight reads (and tokenizes into the run's folder) the training text: a run
+    stopped meanwhile removes what it began only once that draw has ended."""
+    draw = BatchStream._draw_batches
+
+    def slow_draw(self):
+        time.sleep(0.3)
+        return draw(self)
+
+    monkeypatch.setattr(BatchStream, "_draw_batches", slow_draw)
+    kill_at_step(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(fast_config(tiny_text, training__max_steps=4), tmp_path / "out")
+    time.sleep(0.5)  # anything still running in the background has written by now
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("setting", ["train", "dev"])

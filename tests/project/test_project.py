@@ -13,7 +13,7 @@ import pytest
 import srsly
 from weasel.util import load_project_config, parse_config_overrides
 
-from .conftest import REPO, TINY_SETTINGS, full_data_env, load_script, missing, output_of, project_run
+from .conftest import REPO, TINY_SETTINGS, full_data_env, head_blocks, head_lines, load_script, missing, output_of, project_run
 
 check_inputs = load_script("check_inputs")
 
@@ -38,7 +38,7 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     assert 0.0 <= ner_elmo["ents_f"] <= 1.0
 
     table = (metrics / "compare.md").read_text()
-    assert "| UD English-EWT | LAS |" in table and "| NER | NER F |" in table
+    assert "| UD | LAS |" in table and "| NER | NER F |" in table
     assert "| Task | Metric | baseline (CNN) | + vectors | + ELMo | + ELMo + vectors |" in table
     assert (project_dir / "vectors" / "sample" / "spacy" / "vocab" / "vectors").exists()
     assert "held-out perplexity" in table  # from the pretraining log
@@ -68,8 +68,58 @@ def test_all_workflow_on_tiny_data(project_dir: Path, tiny_data):
     # Nothing changed: a second run skips every step that has outputs.
     again = project_run(project_dir, "all", overrides)
     assert again.returncode == 0, output_of(again)[-3000:]
-    for step in ("vectors", "adapt", "train-elmo", "evaluate", "package"):
+    for step in ("vectors", "adapt", "train-ud", "train-ner", "evaluate-ud", "evaluate-ner", "package"):
         assert f"Skipping '{step}': nothing changed" in again.stdout
+
+
+@pytest.mark.slow
+def test_the_ud_workflow_runs_for_portuguese_from_its_vars_file(project_dir: Path):
+    """from-scratch-ud with configs/portuguese.vars (Portuguese tokenizer, pipelines, package),
+    on the first sentences of the embedded Portuguese sample."""
+    assets, tiny = project_dir / "assets", project_dir / "tiny"
+    tiny.mkdir()
+    overrides = {
+        **TINY_SETTINGS, "package_name": "elmo_pt_test",
+        "ud_train": head_blocks(assets / "ud_portuguese_bosque/pt_bosque-ud-train.sample.conllu", tiny / "train.conllu", 40).relative_to(project_dir),
+        "ud_dev": head_blocks(assets / "ud_portuguese_bosque/pt_bosque-ud-dev.sample.conllu", tiny / "dev.conllu", 20).relative_to(project_dir),
+        "raw_text": head_lines(assets / "raw_text/sample_public_domain_pt.txt", tiny / "raw.txt", 300).relative_to(project_dir),
+    }
+    env = {"WEASEL_CONFIG_OVERRIDES": portuguese_vars(project_dir, overrides)}
+    result = project_run(project_dir, "from-scratch-ud", {}, env=env)
+    assert result.returncode == 0, output_of(result)[-6000:]
+    metrics = project_dir / "metrics" / "pt_sample"
+    systems = ("baseline", "vectors", "elmo", "elmo_vectors")
+    assert not missing([metrics / f"ud_{system}.json" for system in systems] + [metrics / "compare.md"])
+    assert not list(metrics.glob("ner_*")) and "| UD | LAS |" in (metrics / "compare.md").read_text()
+    assert json.loads((project_dir / "training/pt_sample/ud_elmo/model-best/meta.json").read_text())["lang"] == "pt"
+    assert (project_dir / "packages" / "dist" / "pt_elmo_pt_test-0.1.0-py3-none-any.whl").exists()
+    assert json.loads((metrics / "package_check.json").read_text())["problems"] == []
+
+
+def portuguese_vars(project_dir: Path, overrides: Dict[str, object]) -> str:
+    """configs/portuguese.vars with `overrides` in place of its own settings (weasel's overrides
+    variable wins over --vars, as configs/full.vars documents)."""
+    lines = [line for line in (project_dir / "configs" / "portuguese.vars").read_text(encoding="utf8").splitlines()
+             if line.split()[0][len("--vars."):] not in overrides]
+    return "\n".join(lines + [f"--vars.{key} {value}" for key, value in overrides.items()])
+
+
+def test_the_portuguese_vars_point_the_ud_workflow_at_portuguese_data(project_dir: Path, monkeypatch):
+    raw = srsly.read_yaml(project_dir / "project.yml")
+    assert not any("ner" in step for step in raw["workflows"]["from-scratch-ud"])
+    for name, folder in (("portuguese.vars", "assets/ud_portuguese_bosque"), ("portuguese_full.vars", "/data/ud_portuguese_bosque")):
+        monkeypatch.setenv("WEASEL_CONFIG_OVERRIDES", (project_dir / "configs" / name).read_text(encoding="utf8"))
+        overrides = parse_config_overrides(["--vars.data_dir", "/data"])
+        assert set(overrides) <= {f"vars.{var}" for var in raw["vars"]}
+        commands = commands_of(load_project_config(project_dir, overrides=overrides))
+        assert commands["convert-ud"]["deps"][0].startswith(f"{folder}/pt_bosque-ud-train")
+        assert all("--nlp.lang pt" in line for line in commands["train-ud"]["script"])
+        assert "--lang pt" in commands["vectors"]["script"][0] and "--corpus.tokenizer pt" in commands["pretrain"]["script"][0]
+    result = subprocess.run(
+        [sys.executable, "scripts/check_inputs.py", "--vars.scale", "pt_sample"], cwd=project_dir, capture_output=True, text=True,
+        env={**os.environ, "WEASEL_CONFIG_OVERRIDES": (project_dir / "configs" / "portuguese.vars").read_text(encoding="utf8")},
+    )
+    assert result.returncode == 0, output_of(result)
 
 
 def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
@@ -146,7 +196,7 @@ def test_full_vars_set_known_vars_and_point_the_steps_at_data_dir(project_dir: P
     assert commands["convert-ner"]["deps"] == ["/data/conll2003/train.txt", "scripts/convert.py", "/data/conll2003/dev.txt"]
     assert "corpus/full/ner/train.spacy" in commands["convert-ner"]["outputs"]
     # The configs' own settings stand.
-    assert "--training.max_steps" not in " ".join(commands["train-baseline"]["script"])
+    assert "--training.max_steps" not in " ".join(commands["train-ud"]["script"])
     assert "--model.lstm_dim" not in " ".join(commands["pretrain"]["script"])
 
 

@@ -126,17 +126,17 @@ def test_compare_table_and_chart(tmp_path: Path):
     )
     rows = compare.collect_rows([tmp_path])
     assert [(r["task"], r["metric"]) for r in rows if r["key"] != "speed"] == [
-        ("UD English-EWT", "XPOS"), ("UD English-EWT", "UAS"), ("UD English-EWT", "LAS"),
+        ("UD", "XPOS"), ("UD", "UAS"), ("UD", "LAS"),
         ("NER", "NER P"), ("NER", "NER R"), ("NER", "NER F"),
     ]
     assert [r["metric"] for r in rows if r["main"]] == ["LAS", "NER F"]
     train, dev = compare.read_pretraining_log(log)
     table = compare.markdown_table(rows, dev, "test")
     assert "| Task | Metric | baseline (CNN) | + vectors | + ELMo | + ELMo + vectors |" in table
-    assert "| UD English-EWT | LAS | 50.00 | 55.00 (+5.00) | 62.50 (+12.50) | 65.00 (+15.00) |" in table
+    assert "| UD | LAS | 50.00 | 55.00 (+5.00) | 62.50 (+12.50) | 65.00 (+15.00) |" in table
     assert "| NER | NER F | 50.00 | 55.00 (+5.00) | 62.50 (+12.50) | – |" in table
-    assert "| UD English-EWT | words/s | 2,000 | 1,900 (0.95×) | 1,000 (0.50×) | 950 (0.47×) |" in table
-    assert "| UD English-EWT | s per 1,000 words | 0.500 s | 0.526 s | 1.000 s | 1.053 s |" in table
+    assert "| UD | words/s | 2,000 | 1,900 (0.95×) | 1,000 (0.50×) | 950 (0.47×) |" in table
+    assert "| UD | s per 1,000 words | 0.500 s | 0.526 s | 1.000 s | 1.053 s |" in table
     assert "held-out perplexity at step 10: 400.0 (average), 390.0 (forward), 410.0 (backward), from 900.0 at step 0" in table
     compare.draw_chart(rows, train, dev, tmp_path / "compare.png", "test")
     assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")

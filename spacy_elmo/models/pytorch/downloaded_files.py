@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any, Iterator, List, Tuple, Union
 
 from ...errors import InputError, SpacyElmoError, one_line
+from .elmoformanylangs_format import archive_members
 from .original_format import MAX_PARAMETERS, declared_values, read_options
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -13,7 +14,8 @@ SLAB_VALUES = 1 << 22
 
 def verify_download(path: Path, shown: str) -> None:
     """Options must pass every check the loader makes (their biLM's size included);
-    weights be an HDF5 file whose every dataset reads. `shown`: the URL, as errors show it."""
+    weights be an HDF5 file whose every dataset reads; an archive hold an ELMoForManyLangs
+    model of a size spacy-elmo loads. `shown`: the URL, as errors show it."""
     if path.stat().st_size == 0:
         raise InputError(f"{shown} sent an empty file")
     if shown.endswith(".json"):
@@ -23,6 +25,8 @@ def verify_download(path: Path, shown: str) -> None:
             if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
                 raise InputError(f"{shown} is not an HDF5 file")
         _read_every_dataset(path, shown)
+    elif shown.endswith(".zip"):
+        archive_members(path, shown)
 
 
 def _read_every_dataset(path: Path, shown: str) -> None:

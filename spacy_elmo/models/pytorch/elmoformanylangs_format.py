@@ -12,6 +12,7 @@ concatenated before the projection, and a highway gate that carries the input (i
 sign is flipped here: sigmoid(-z) = 1 - sigmoid(z)).
 """
 import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Any, Dict, Tuple, Union
@@ -23,6 +24,7 @@ from .bilm import ElmoBiLM
 from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
 from .original_format import MAX_PARAMETERS, check_regular_file, read_json
+from .state_dicts import read_state_dict
 
 PathLike = Union[str, Path]
 
@@ -84,13 +86,8 @@ def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
         n_words=len(words) + 1 if words is not None else 0,
         always_project=True,
     )
+    _check_size(options, source)
     shapes = expected_shapes(options)
-    n_parameters = sum(math.prod(shape) for file in shapes.values() for shape in file.values())
-    if n_parameters > MAX_PARAMETERS:
-        raise OptionsError(
-            f"{source}: describes a biLM of {n_parameters:,} parameters (vocabularies included), more than "
-            f"the {MAX_PARAMETERS:,} spacy-elmo loads (4 times the largest published ELMo)"
-        )
     states = {name: _read_state(folder / name, shapes[name]) for name in STATE_FILES}
     bilm = ElmoBiLM(options, DictionaryIds(characters, words, max_chars))
     _set_state(bilm, states["token_embedder.pkl"], states["encoder.pkl"])
@@ -182,8 +179,8 @@ def expected_shapes(options: BiLMOptions) -> Dict[str, Dict[str, Tuple[int, ...]
 
 
 def _read_state(path: Path, shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, torch.Tensor]:
-    """A state dict saved by ``torch.save``, read without running code (weights_only),
-    once its size fits the shapes; each tensor's name, shape and values checked."""
+    """A state dict saved by ``torch.save``, once its file's size fits the shapes
+    (:func:`~.state_dicts.read_state_dict` checks the rest)."""
     check_regular_file(path, WeightsError, "Weights")
     if not path.is_file():
         raise WeightsError(f"Weights file not found: {path} (an ELMoForManyLangs model folder holds it)")
@@ -192,27 +189,7 @@ def _read_state(path: Path, shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, tor
         raise WeightsError(
             f"{path}: {path.stat().st_size:,} bytes, far more than the {expected_bytes:,} its model config implies"
         )
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # pickle, zip and torch errors alike: the file is not a state dict
-        raise WeightsError(f"{path}: not a torch state dict that loads safely ({one_line(err)[:200]})") from None
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise WeightsError(f"{path}: not a state dict (names to tensors)")
-    unexpected = sorted(set(state) - set(shapes))
-    missing = sorted(set(shapes) - set(state))
-    if missing or unexpected:
-        raise WeightsError(
-            f"{path}: tensors do not match its model config (missing: {', '.join(missing[:5]) or 'none'}; "
-            f"unexpected: {', '.join(map(str, unexpected[:5])) or 'none'})"
-        )
-    for name, shape in shapes.items():
-        tensor = state[name]
-        if tuple(tensor.shape) != shape:
-            raise WeightsError(f"{path}: {name} has shape {tuple(tensor.shape)}, the model config implies {shape}")
-        if not tensor.is_floating_point():
-            raise WeightsError(f"{path}: {name} holds {tensor.dtype}, not floating-point numbers")
-        if not bool(torch.isfinite(tensor).all()):
-            raise WeightsError(f"{path}: {name} holds values that are not finite (NaN or infinity)")
+    state = read_state_dict(path, shapes, str(path))
     return {name: state[name].to(torch.float32) for name in shapes}
 
 
@@ -252,6 +229,83 @@ def _gates(tensor: torch.Tensor) -> torch.Tensor:
     return torch.cat([blocks[i] for i in _FILE_TO_MODEL_GATES], dim=-1)
 
 
+ARCHIVE_FILES = (CONFIG_NAME, "char.dic", "word.dic", *STATE_FILES, *PUBLISHED_CONFIG_NAMES)
+#: The most an archive's files may hold once unpacked (the published ones: under 1 GB).
+MAX_ARCHIVE_BYTES = 4 << 30
+UNPACKED_NAME = "model"
+
+
+def archive_members(path: Path, shown: str) -> Dict[str, Any]:
+    """The members of an ELMoForManyLangs zip archive that make the model, by file name:
+    those of the folder (the top, or one folder down) that holds ``config.json``."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = [info for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        raise WeightsError(f"{shown} is not a readable zip archive ({one_line(err)})") from None
+    configs = sorted((info.filename for info in infos if Path(info.filename).name == CONFIG_NAME), key=len)
+    if not configs:
+        raise WeightsError(f"{shown}: no {CONFIG_NAME} in the archive; not an ELMoForManyLangs model")
+    folder = str(Path(configs[0]).parent)
+    members = {Path(info.filename).name: info for info in infos if str(Path(info.filename).parent) == folder}
+    wanted = {name: info for name, info in members.items() if name in (*ARCHIVE_FILES, _named_config(path, members, shown))}
+    declared = sum(info.file_size for info in wanted.values())
+    if declared > MAX_ARCHIVE_BYTES:
+        raise WeightsError(
+            f"{shown}: its model files declare {declared:,} bytes, more than the {MAX_ARCHIVE_BYTES:,} "
+            "an ELMoForManyLangs model may have; refused before unpacking"
+        )
+    return wanted
+
+
+def _named_config(path: Path, members: Dict[str, Any], shown: str) -> str:
+    """The file name of the model config that the archive's ``config.json`` names."""
+    import zipfile
+
+    info = members[CONFIG_NAME]
+    if info.file_size > 1 << 20:
+        raise WeightsError(f"{shown}: its {CONFIG_NAME} declares {info.file_size:,} bytes; refused")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read(info).decode("utf8"))
+    except (zipfile.BadZipFile, OSError, ValueError, RecursionError) as err:
+        raise WeightsError(f"{shown}: its {CONFIG_NAME} does not read as JSON ({one_line(err)[:200]})") from None
+    named = config.get("config_path") if isinstance(config, dict) else None
+    name = Path(named.replace("\\", "/")).name if isinstance(named, str) else ""
+    return name if name.endswith(".json") and name != CONFIG_NAME else CONFIG_NAME
+
+
+def unpack_archive(path: Path) -> Path:
+    """The model folder unpacked from the archive `path`, beside it (once): only the
+    model's files, under their own names, each no larger than the archive declares."""
+    import shutil
+    import zipfile
+
+    folder = path.parent / UNPACKED_NAME
+    if is_elmoformanylangs_folder(folder):
+        return folder
+    members = archive_members(path, str(path))
+    partial = path.parent / f".{UNPACKED_NAME}.partial"
+    shutil.rmtree(folder, ignore_errors=True)  # an incomplete folder left by hand
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name, info in members.items():
+                with archive.open(info) as source, (partial / name).open("wb") as target:
+                    shutil.copyfileobj(source, target, 1 << 20)  # zipfile stops at the declared size, checks the CRC
+        partial.rename(folder)
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise WeightsError(f"{path}: the archive does not unpack ({one_line(err)}); delete it to download it again") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return folder
+
+
 def description(bilm: ElmoBiLM) -> Dict[str, Any]:
     """What rebuilds the skeleton of `bilm`, a model read by this module (with
     :func:`from_description`): its sizes and vocabularies, as plain data."""
@@ -263,6 +317,26 @@ def description(bilm: ElmoBiLM) -> Dict[str, Any]:
 
 def from_description(data: Dict[str, Any]) -> ElmoBiLM:
     """The skeleton :func:`description` describes (its weights come separately)."""
-    options = dict(data[DESCRIPTION_KEY]["options"])
-    options["filters"] = tuple(tuple(pair) for pair in options["filters"])
-    return ElmoBiLM(BiLMOptions(**options), DictionaryIds.from_dict(data[DESCRIPTION_KEY]["token_ids"]))
+    source = "the serialized elmo model"
+    try:
+        options = dict(data[DESCRIPTION_KEY]["options"])
+        options["filters"] = tuple((int(width), int(count)) for width, count in options["filters"])
+        bilm_options = BiLMOptions(**options)
+        token_ids = DictionaryIds.from_dict(data[DESCRIPTION_KEY]["token_ids"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise OptionsError(f"{source}: not an ELMoForManyLangs model's description ({one_line(err)[:200]})") from None
+    repeats = (bilm_options.n_layers, bilm_options.n_highway, len(bilm_options.filters))
+    if max(repeats) > MAX_REPEATS or min(repeats) < 0:
+        raise OptionsError(f"{source}: {repeats} layers, highway layers and filters; at most {MAX_REPEATS} each")
+    _check_size(bilm_options, source)
+    return ElmoBiLM(bilm_options, token_ids)
+
+
+def _check_size(options: BiLMOptions, source: str) -> None:
+    shapes = expected_shapes(options)
+    n_parameters = sum(math.prod(shape) for file in shapes.values() for shape in file.values())
+    if n_parameters > MAX_PARAMETERS:
+        raise OptionsError(
+            f"{source}: describes a biLM of {n_parameters:,} parameters (vocabularies included), more than "
+            f"the {MAX_PARAMETERS:,} spacy-elmo loads (4 times the largest published ELMo)"
+        )

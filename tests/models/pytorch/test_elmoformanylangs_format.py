@@ -134,13 +134,13 @@ HOSTILE = [
     ("an id past the end", lambda f: (f / "word.dic").write_text(
         (f / "word.dic").read_text(encoding="utf8") + "zzz\t999\n", encoding="utf8"), "id 999 of 'zzz' is not below"),
     ("a wrong shape", _state("encoder.pkl", lambda s: s.update({"forward_layer_0.state_projection.weight": torch.zeros(8, 3)})),
-     r"forward_layer_0.state_projection.weight has shape \(8, 3\), the model config implies \(8, 16\)"),
+     r"encoder.pkl: 'forward_layer_0.state_projection.weight' has shape \(8, 3\), but its settings say \(8, 16\)"),
     ("a missing tensor", _state("token_embedder.pkl", lambda s: s.pop("projection.bias")),
-     "missing: projection.bias"),
+     r"its settings and weights disagree \(missing \['projection.bias'\]"),
     ("a NaN weight", _state("encoder.pkl", lambda s: s["backward_layer_1.state_linearity.bias"].fill_(float("nan"))),
-     "backward_layer_1.state_linearity.bias holds values that are not finite"),
+     "'backward_layer_1.state_linearity.bias' holds values that are not finite"),
     ("code in the pickle", lambda f: (f / "encoder.pkl").write_bytes(pickle.dumps(Exploit(), protocol=2)),
-     "encoder.pkl: not a torch state dict that loads safely"),
+     "encoder.pkl: the weights cannot be read safely"),
     ("a FIFO as char.dic", lambda f: ((f / "char.dic").unlink(), os.mkfifo(f / "char.dic")),
      "Vocabulary path .*char.dic is not a regular file"),
 ]
@@ -156,3 +156,18 @@ def test_a_bad_file_gets_one_line(tmp_path, monkeypatch, name, damage, message):
         load_model(folder)
     assert "\n" not in str(caught.value)
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("n_layers", 10**9, "at most 64 each"),
+    ("lstm_dim", 10**7, "more than the 400,000,000 spacy-elmo loads"),
+    ("filters", "wide", "not an ELMoForManyLangs model's description"),
+])
+def test_a_saved_pipelines_description_is_checked_before_a_model_is_built(field, value, message):
+    from spacy_elmo.models.pytorch.elmoformanylangs_format import DESCRIPTION_KEY, description, from_description
+
+    saved = description(load_elmoformanylangs(FIXTURES / "char_only"))
+    assert isinstance(from_description(saved), type(load_elmoformanylangs(FIXTURES / "char_only")))
+    saved[DESCRIPTION_KEY]["options"][field] = value
+    with pytest.raises(SpacyElmoError, match=message):
+        from_description(saved)

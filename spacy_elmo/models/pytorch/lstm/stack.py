@@ -132,7 +132,8 @@ class BiLstmStack(nn.Module):
         """
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-        check_precision(precision)
+        if precision != "fp32":
+            check_precision(precision)
         path = self.choose_path(inputs) if path == "auto" else path
         masks = self._dropout_masks(inputs)
         run = self._layer_run(path, plan, inputs, precision)

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from spacy_elmo.pretraining.checkpoint import another_run, check_resumable, run_origin
+from spacy_elmo.pretraining.resume import another_run, check_resumable, run_origin
 from spacy_elmo.errors import CheckpointError, ConfigError
 from spacy_elmo.pretraining.run_directory import RunDirectory
 

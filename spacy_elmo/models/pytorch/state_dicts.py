@@ -1,0 +1,34 @@
+"""Reading a torch state dict from a file that may be damaged or hostile: no code runs
+(``weights_only``), and it must hold exactly the expected tensors, of their shapes,
+with finite values, before a model takes them."""
+from pathlib import Path
+from typing import IO, Any, Dict, Tuple, Union
+
+import torch
+
+from ...errors import WeightsError, one_line
+
+
+def read_state_dict(source: Union[Path, IO[bytes]], shapes: Dict[str, Tuple[int, ...]], whose: str) -> Dict[str, torch.Tensor]:
+    """The tensors of `source` (a file, or bytes as a stream) named and shaped as in
+    `shapes`; anything else is one :class:`WeightsError` that starts with `whose`."""
+    try:
+        state: Any = torch.load(source, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises assorted errors for bad or unsafe bytes
+        raise WeightsError(f"{whose}: the weights cannot be read safely ({one_line(err, 300)})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise WeightsError(f"{whose}: the weights are not a state dict of tensors")
+    missing = sorted(set(shapes) - set(state))
+    unexpected = sorted(set(state) - set(shapes))
+    if missing or unexpected:
+        raise WeightsError(
+            f"{whose}: its settings and weights disagree (missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    for name, tensor in state.items():
+        if tuple(tensor.shape) != tuple(shapes[name]):
+            raise WeightsError(
+                f"{whose}: '{name}' has shape {tuple(tensor.shape)}, but its settings say {tuple(shapes[name])}"
+            )
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise WeightsError(f"{whose}: '{name}' holds values that are not finite (NaN or inf); the file is damaged")
+    return state
