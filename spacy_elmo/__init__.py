@@ -2,6 +2,7 @@
 from .about import __version__
 from .models.pytorch.bilm import BiLMOutput, ElmoBiLM
 from .models.pytorch.char_ids import batch_to_char_ids
+from .models.pytorch.elmoformanylangs_format import load_elmoformanylangs
 from .models.pytorch.embedder import ElmoEmbedder
 from .models.pytorch.options import BiLMOptions
 from .models.pytorch.original_format import load_bilm, save_bilm
@@ -9,5 +10,5 @@ from .models.pytorch.scalar_mix import ScalarMix
 
 __all__ = [
     "__version__", "BiLMOptions", "BiLMOutput", "ElmoBiLM", "ElmoEmbedder", "ScalarMix",
-    "batch_to_char_ids", "load_bilm", "save_bilm",
+    "batch_to_char_ids", "load_bilm", "load_elmoformanylangs", "save_bilm",
 ]

@@ -32,7 +32,6 @@ from .pytorch.token_vector_cache import TokenVectorCache
 from .span_cache import SpanCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
 
-SPAN_CACHE_ATTR = "span_cache"
 TOKEN_CACHE_ATTR = "token_cache"
 PRECISION_ATTR = "precision"
 
@@ -106,12 +105,6 @@ def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
     model.set_dim("nO", bilm.output_dim, force=True)
 
 
-def set_span_cache(model: BiLMModelT, cache: Optional[SpanCache]) -> None:
-    """Read spans' layers from `cache` (and add new ones to it) in prediction; None: off.
-    Only for a biLM whose weights stay fixed while the cache is set."""
-    model.attrs[SPAN_CACHE_ATTR] = cache
-
-
 def set_token_cache(model: BiLMModelT, max_words: int) -> None:
     """In prediction, run the character CNN once per word while the weights stay
     the same: keep up to ``max_words`` token vectors (0: off)."""
@@ -161,6 +154,14 @@ class _SpanWords:
 def bilm_layer_forward(
     model: BiLMModelT, docs: List[Doc], is_train: bool
 ) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
+    return encode_docs(model, docs, is_train)
+
+
+def encode_docs(
+    model: BiLMModelT, docs: List[Doc], is_train: bool, *, span_cache: Optional[SpanCache] = None
+) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
+    """The layer's forward pass; in prediction, `span_cache` gives the layers of spans
+    encoded before (and keeps the new ones): only while the biLM's weights stay fixed."""
     bilm = get_bilm(model)
     if bilm is None:
         raise WeightsError(NO_WEIGHTS)
@@ -168,7 +169,7 @@ def bilm_layer_forward(
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
     spans = _span_words(docs, model.attrs["get_spans"], ops)
-    cache: Optional[SpanCache] = None if is_train else model.attrs.get(SPAN_CACHE_ATTR)
+    cache = None if is_train else span_cache
     pending = []  # the spans to encode (all, unless cached)
     for span in spans:
         cached = cache.get(span.words) if cache is not None else None

@@ -31,7 +31,7 @@ from thinc.types import Floats3d
 from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
 from ..models.bilm_layer import (
-    get_bilm, has_weights_loader, load_weights, set_precision, set_span_cache, set_token_cache,
+    encode_docs, get_bilm, has_weights_loader, load_weights, set_precision, set_token_cache,
 )
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
@@ -244,11 +244,7 @@ class ElmoComponent(TrainablePipe):
         if self.frozen:
             # Fixed weights: each distinct span is encoded once per training run.
             self.span_cache.serve(get_bilm(self.model))
-            set_span_cache(self.model, self.span_cache)
-            try:
-                outputs = self.model.predict(docs)
-            finally:
-                set_span_cache(self.model, None)
+            outputs, _ = encode_docs(self.model, docs, is_train=False, span_cache=self.span_cache)
             accumulate_gradient = backprop = no_gradient
         else:
             set_dropout_rate(self.model, drop)

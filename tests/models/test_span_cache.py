@@ -63,13 +63,9 @@ def test_repeated_and_whitespace_sentences_come_back_identical(weights, one_torc
         elmo.update(examples)
     assert len(elmo.span_cache) == 2
     expected = elmo.predict([nlp.make_doc(t) for t in texts])
-    from spacy_elmo.models.bilm_layer import set_span_cache
+    from spacy_elmo.models.bilm_layer import encode_docs
 
-    set_span_cache(elmo.model, elmo.span_cache)
-    try:
-        cached = elmo.predict([nlp.make_doc(t) for t in texts])
-    finally:
-        set_span_cache(elmo.model, None)
+    cached, _ = encode_docs(elmo.model, [nlp.make_doc(t) for t in texts], is_train=False, span_cache=elmo.span_cache)
     for got, want in zip(cached, expected):
         numpy.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-6)
     assert numpy.all(cached[0][:, 1] == 0)  # the whitespace token gets zeros, cached or not

@@ -171,3 +171,32 @@ def test_a_saved_pipelines_description_is_checked_before_a_model_is_built(field,
     saved[DESCRIPTION_KEY]["options"][field] = value
     with pytest.raises(SpacyElmoError, match=message):
         from_description(saved)
+
+
+def test_listeners_train_over_an_elmoformanylangs_model_and_fine_tuning_reaches_its_word_embedding():
+    from spacy_elmo.models.bilm_layer import get_bilm
+    from tests.pipeline.util import elmo_nlp, train, train_examples
+
+    nlp = elmo_nlp(None, frozen=False, initialize=False)
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "weights_loader": {"@misc": "spacy-elmo.elmo_weights.v1", "model": str(FIXTURES / "with_words")}
+    }
+    nlp.initialize(get_examples=lambda: train_examples(nlp))
+    encoder = get_bilm(nlp.get_pipe("elmo").model).char_encoder
+    words, chars = encoder.word_embedding.detach().clone(), encoder.char_embedding.detach().clone()
+    losses = train(nlp, 3)
+    assert losses["elmo"] > 0.0 and losses["tagger"] > 0.0
+    assert not torch.equal(words, encoder.word_embedding) and not torch.equal(chars, encoder.char_embedding)
+
+
+def test_embed_says_one_line_for_a_damaged_elmoformanylangs_folder(tmp_path, capsys, monkeypatch):
+    from tests.cli.test_embed import one_message, run_embed, write_lines
+
+    folder = tmp_path / "model"
+    shutil.copytree(FIXTURES / "char_only", folder)
+    (folder / "char.dic").write_text("a\t0\nb\tx\n", encoding="utf8")
+    code, out, err = run_embed(capsys, monkeypatch, write_lines(tmp_path / "in.txt", ["Olá mundo"]), tmp_path / "out.hdf5",
+                               "--weights", str(folder))
+    assert code == 1 and not (tmp_path / "out.hdf5").exists()
+    assert one_message(out + err).startswith("✘ ") and "char.dic, line 2: expected an entry, a tab and its id" in out + err
+    assert "Traceback" not in out + err
