@@ -81,7 +81,7 @@ def embed_command(
     remove_stale_temp_files(output_path.parent, [output_path.name])
     device = select_device(gpu_id)
     n_lines, n_tokens, empty_lines = _scan(input_path)
-    bilm = load_model(weights_path, None if weights_path.is_dir() else options_path)
+    bilm = load_model(weights_path, options_path)
     line_tokens = fixed_length or max_tokens_per_line(bilm.options, LINE_MEMORY_BYTES)
     embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=line_tokens)
     if empty_lines:

@@ -86,6 +86,6 @@ def find_model(
 def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:
     """A biLM in any format spacy-elmo reads: an ELMoForManyLangs model folder, else
     the bilm-tf/AllenNLP format (see :func:`~.pytorch.original_format.load_bilm`)."""
-    if options is None and is_elmoformanylangs_folder(weights):
+    if is_elmoformanylangs_folder(weights):  # its own config.json names the rest
         return load_elmoformanylangs(weights)
     return load_bilm(weights, options)

@@ -19,7 +19,7 @@ from typing import Any, Dict, Tuple, Union
 
 import torch
 
-from ...errors import OptionsError, WeightsError, one_line
+from ...errors import OptionsError, SpacyElmoError, WeightsError, one_line
 from .bilm import ElmoBiLM
 from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
@@ -58,10 +58,10 @@ def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
     folder = Path(folder)
     model_config, source = _model_config(folder)
     get = OptionReader(model_config, source)
-    for key in ("encoder.name", "token_embedder.name"):
-        expected = "elmo" if key.startswith("encoder") else "cnn"
-        if get(key, str) != expected:
-            raise OptionsError(f"{source}: {key} must be {expected!r} (the ELMo architecture), got {get(key, str)!r}")
+    for key, expected in (("encoder.name", "elmo"), ("token_embedder.name", "cnn")):
+        name = get(key, str)
+        if name != expected:
+            raise OptionsError(f"{source}: {key} must be {expected!r} (the ELMo architecture), got {name!r}")
     max_chars = get("token_embedder.max_characters_per_token", int, minimum=3, maximum=1000)
     word_dim = get("token_embedder.word_dim", int, minimum=0)
     characters = read_dictionary(folder / "char.dic", CHARACTER_SPECIALS)
@@ -86,8 +86,8 @@ def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
         n_words=len(words) + 1 if words is not None else 0,
         always_project=True,
     )
-    _check_size(options, source)
     shapes = expected_shapes(options)
+    _check_size(shapes, source)
     states = {name: _read_state(folder / name, shapes[name]) for name in STATE_FILES}
     bilm = ElmoBiLM(options, DictionaryIds(characters, words, max_chars))
     _set_state(bilm, states["token_embedder.pkl"], states["encoder.pkl"])
@@ -98,10 +98,9 @@ def _model_config(folder: Path) -> Tuple[Dict[str, Any], str]:
     """The model config that ``config.json`` names, and how messages name it."""
     config_path = folder / CONFIG_NAME
     config = read_json(config_path, source=str(config_path))
-    named = config.get("config_path") if isinstance(config, dict) else None
-    if not isinstance(named, str) or not named.strip():
+    name = _config_file_name(config)
+    if not name:
         raise OptionsError(f"{config_path}: no config_path (the model config's file name) in it")
-    name = Path(named.replace("\\", "/")).name
     if (folder / name).is_file():
         model_config = read_json(folder / name, source=str(folder / name))
         source = str(folder / name)
@@ -116,6 +115,13 @@ def _model_config(folder: Path) -> Tuple[Dict[str, Any], str]:
         raise OptionsError(f"{source}: not a model config (a JSON object with encoder and token_embedder)")
     check_every_value(model_config, source)
     return model_config, source
+
+
+def _config_file_name(config: Any) -> str:
+    """The file name of the model config that a ``config.json`` names ("" if none): its
+    ``config_path`` may be a path of the training machine (either separator)."""
+    named = config.get("config_path") if isinstance(config, dict) else None
+    return Path(named.strip().replace("\\", "/")).name if isinstance(named, str) else ""
 
 
 def read_dictionary(path: Path, specials: Tuple[str, ...]) -> Dict[str, int]:
@@ -243,14 +249,17 @@ def archive_members(path: Path, shown: str) -> Dict[str, Any]:
     try:
         with zipfile.ZipFile(path) as archive:
             infos = [info for info in archive.infolist() if not info.is_dir()]
+            configs = sorted((info for info in infos if Path(info.filename).name == CONFIG_NAME), key=lambda i: len(i.filename))
+            if not configs:
+                raise WeightsError(f"{shown}: no {CONFIG_NAME} in the archive; not an ELMoForManyLangs model")
+            named = _named_config(archive, configs[0], shown)
+    except SpacyElmoError:
+        raise
     except (zipfile.BadZipFile, OSError, ValueError) as err:
         raise WeightsError(f"{shown} is not a readable zip archive ({one_line(err)})") from None
-    configs = sorted((info.filename for info in infos if Path(info.filename).name == CONFIG_NAME), key=len)
-    if not configs:
-        raise WeightsError(f"{shown}: no {CONFIG_NAME} in the archive; not an ELMoForManyLangs model")
-    folder = str(Path(configs[0]).parent)
+    folder = str(Path(configs[0].filename).parent)
     members = {Path(info.filename).name: info for info in infos if str(Path(info.filename).parent) == folder}
-    wanted = {name: info for name, info in members.items() if name in (*ARCHIVE_FILES, _named_config(path, members, shown))}
+    wanted = {name: info for name, info in members.items() if name in (*ARCHIVE_FILES, named)}
     declared = sum(info.file_size for info in wanted.values())
     if declared > MAX_ARCHIVE_BYTES:
         raise WeightsError(
@@ -260,20 +269,15 @@ def archive_members(path: Path, shown: str) -> Dict[str, Any]:
     return wanted
 
 
-def _named_config(path: Path, members: Dict[str, Any], shown: str) -> str:
-    """The file name of the model config that the archive's ``config.json`` names."""
-    import zipfile
-
-    info = members[CONFIG_NAME]
+def _named_config(archive: Any, info: Any, shown: str) -> str:
+    """The file name of the model config that the archive's ``config.json`` (`info`) names."""
     if info.file_size > 1 << 20:
         raise WeightsError(f"{shown}: its {CONFIG_NAME} declares {info.file_size:,} bytes; refused")
     try:
-        with zipfile.ZipFile(path) as archive:
-            config = json.loads(archive.read(info).decode("utf8"))
-    except (zipfile.BadZipFile, OSError, ValueError, RecursionError) as err:
+        config = json.loads(archive.read(info).decode("utf8"))
+    except (ValueError, RecursionError) as err:
         raise WeightsError(f"{shown}: its {CONFIG_NAME} does not read as JSON ({one_line(err)[:200]})") from None
-    named = config.get("config_path") if isinstance(config, dict) else None
-    name = Path(named.replace("\\", "/")).name if isinstance(named, str) else ""
+    name = _config_file_name(config)
     return name if name.endswith(".json") and name != CONFIG_NAME else CONFIG_NAME
 
 
@@ -328,12 +332,11 @@ def from_description(data: Dict[str, Any]) -> ElmoBiLM:
     repeats = (bilm_options.n_layers, bilm_options.n_highway, len(bilm_options.filters))
     if max(repeats) > MAX_REPEATS or min(repeats) < 0:
         raise OptionsError(f"{source}: {repeats} layers, highway layers and filters; at most {MAX_REPEATS} each")
-    _check_size(bilm_options, source)
+    _check_size(expected_shapes(bilm_options), source)
     return ElmoBiLM(bilm_options, token_ids)
 
 
-def _check_size(options: BiLMOptions, source: str) -> None:
-    shapes = expected_shapes(options)
+def _check_size(shapes: Dict[str, Dict[str, Tuple[int, ...]]], source: str) -> None:
     n_parameters = sum(math.prod(shape) for file in shapes.values() for shape in file.values())
     if n_parameters > MAX_PARAMETERS:
         raise OptionsError(
