@@ -67,8 +67,12 @@ def median_seconds(run: Callable[[], None], repeats: int, before_each: Callable[
 
 
 def empty_token_cache(nlp) -> None:
-    """Empty the component's token-vector cache, in versions that have one."""
-    cache = nlp.get_pipe("elmo").model.attrs.get("token_cache")
+    """Empty the component's token-vector cache, in versions that have one (on the
+    component, or in earlier versions in its model's attrs)."""
+    elmo = nlp.get_pipe("elmo")
+    cache = getattr(elmo, "token_cache", None)
+    if cache is None:
+        cache = elmo.model.attrs.get("token_cache")
     if cache is not None:
         cache.clear()
 
@@ -172,7 +176,7 @@ def bench_pipelines(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="english-compact", help="a model name or directory (weights loaded)")
-    parser.add_argument("--size", default=None, choices=["fixture", "compact", "small", "medium", "original"],
+    parser.add_argument("--size", default=None, choices=["tiny", "compact", "small", "medium", "original"],
                         help="a randomly initialised biLM of this size instead of --model")
     parser.add_argument("--setting", nargs="*", default=[], help="component settings, key=value")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])

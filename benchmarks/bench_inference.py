@@ -124,7 +124,7 @@ def print_deviation(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", default="original", choices=["fixture", "compact", "small", "medium", "original"])
+    parser.add_argument("--size", default="original", choices=["tiny", "compact", "small", "medium", "original"])
     parser.add_argument("--model", default=None, help="a model name or directory (weights loaded; replaces --size)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--n-sentences", type=int, default=512)

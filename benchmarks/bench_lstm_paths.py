@@ -9,8 +9,8 @@ batch is printed beside it (fp32, TF32 off).
 
     python benchmarks/bench_lstm_paths.py --device cuda --size compact --batch-sizes 32 256 \\
         --paths prediction fused
-    TRITON_INTERPRET=1 python benchmarks/bench_lstm_paths.py --size fixture --batch-sizes 4 \\
-        --paths prediction fused --repeats 1     # the script itself, on CPU
+    TRITON_INTERPRET=1 python benchmarks/bench_lstm_paths.py --size tiny --batch-sizes 4 \\
+        --paths prediction fused --repeats 1 --batches 2 --max-length 12   # the script itself, on CPU
 
 Needs no data: the length distribution is built in (``--mean-length``, ``--max-length``).
 """

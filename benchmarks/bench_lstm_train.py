@@ -1,7 +1,7 @@
 """Milliseconds per training step of the LSTM stack alone: per-step autograd vs one node per layer.
 
 Forward and backward of :class:`BiLstmStack` (dropout 0.1, skip connections as
-configured) on packed random inputs, the main-job model by default: the fixture
+configured) on packed random inputs, the main-job model by default: the tiny
 options with ``lstm_dim`` 128 and ``projection_dim`` 32, 330 sentences of 5-45
 steps (about 8,200 rows per direction). Median and minimum of ``--repeats`` after
 warmup, the two paths taking turns.
@@ -37,7 +37,7 @@ def time_steps(step: Callable[[], None], modes: Dict[str, Callable[[], ContextMa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="fixture")
+    parser.add_argument("--size", default="tiny")
     parser.add_argument("--lstm-dim", type=int, default=128)
     parser.add_argument("--projection-dim", type=int, default=32)
     parser.add_argument("--sentences", type=int, default=330)

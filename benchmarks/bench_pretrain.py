@@ -113,7 +113,7 @@ def peak_memory_mb(device: torch.device) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", nargs="+", default=["compact", "small", "original"], help="named sizes: fixture, compact (the shipped English biLM's), small, medium, original")
+    parser.add_argument("--sizes", nargs="+", default=["compact", "small", "original"], help="named sizes: tiny, compact (the shipped English biLM's), small, medium, original")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--tokens-per-step", type=int, default=None, help="default: 2048 on CPU, 65536 on CUDA")
     parser.add_argument("--vocab-size", type=int, default=None, help="default: 100000 on CPU, 793471 on CUDA")

@@ -1,7 +1,7 @@
 """Wall time of a whole `spacy_elmo pretrain` process, optionally side by side with another checkout.
 
 `--settings main-job` (the default, the issue-12 measurement): the old main job's pretraining
-settings (`fixture` size with LSTM 2x128 and projection 32, 10k-word full softmax, Adam, 8,192
+settings (`tiny` size with LSTM 2x128 and projection 32, 10k-word full softmax, Adam, 8,192
 tokens per step, spaCy `en` tokenizer with sentence splitting). `--settings english`: the
 shipped English biLM's own config (`configs/pretrain_english.cfg`: `compact` size, sampled
 softmax with 4,096 negatives, 4,096 tokens per step). Either for 16 steps on the first 6,000
@@ -31,7 +31,7 @@ NO_EVALUATION = [
 SETTINGS = {
     "main-job": ("pretrain_small.cfg", [
         "--corpus.tokenizer", "en", "--corpus.split_sentences", "true", "--vocab.size", "10000",
-        "--model.size", "fixture", "--model.lstm_dim", "128", "--model.projection_dim", "32",
+        "--model.size", "tiny", "--model.lstm_dim", "128", "--model.projection_dim", "32",
         "--optimizer.name", "adam", "--optimizer.learn_rate", "0.004",
         "--training.tokens_per_step", "8192", *NO_EVALUATION,
     ]),

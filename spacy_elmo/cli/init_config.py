@@ -10,7 +10,7 @@ from .app import app
 @app.command("init-config")
 def init_config_cli(
     output_file: Path = typer.Argument(..., help="Where to write the config ('-' for stdout)", dir_okay=False),
-    size: str = typer.Option("small", "--size", "-s", help="Model size: fixture, compact, small, medium or original"),
+    size: str = typer.Option("small", "--size", "-s", help="Model size: tiny, compact, small, medium or original"),
     lang: str = typer.Option("en", "--lang", "-l", help="spaCy language of the tokenizer, or 'whitespace'"),
 ) -> None:
     """Write the default pretraining config, with a comment on every setting."""

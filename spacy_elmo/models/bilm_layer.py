@@ -7,7 +7,7 @@ are not shown to the biLM (it never saw them in training) and get zero vectors.
 
 The layer wraps the torch :class:`~.pytorch.bilm.ElmoBiLM` in a Thinc shim;
 prediction and training take the same path: spans batched by length
-(:func:`~.pytorch.batching.length_sorted_batches`), each batch's character ids
+(:func:`~.pytorch.bilm.length_sorted_batches`), each batch's character ids
 encoded through the shim, which runs without autograd in prediction and keeps
 each batch's graph for the backward pass in training.
 """
@@ -22,18 +22,13 @@ from thinc.types import Floats3d, Ints1d
 from ..errors import SettingsError, WeightsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
-from .pytorch.batching import length_sorted_batches
 from .pytorch import elmoformanylangs_format
-from .pytorch.bilm import ElmoBiLM
+from .pytorch.bilm import ElmoBiLM, length_sorted_batches
+from .pytorch.char_cnn import TokenVectorCache
 from .pytorch.dictionary_ids import DictionaryIds
-from .pytorch.lstm.int8_products import check_precision
 from .pytorch.options import NAMED_SIZES, BiLMOptions
-from .pytorch.token_vector_cache import TokenVectorCache
 from .span_cache import SpanCache
 from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
-
-TOKEN_CACHE_ATTR = "token_cache"
-PRECISION_ATTR = "precision"
 
 NO_WEIGHTS = (
     "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "
@@ -59,7 +54,7 @@ def build_bilm_layer_v1(
     get_spans (Callable): cuts Docs into the spans the biLM reads, e.g.
         ``spacy-elmo.sentence_spans.v1``.
     size (Optional[str]): build a randomly initialised biLM of a named size
-        ("fixture", "compact", "small", "medium", "original"). Null (the default): the size
+        ("tiny", "compact", "small", "medium", "original"). Null (the default): the size
         comes from the weights loaded at initialize.
     weights_loader (Optional[Callable]): load the weights when the model is
         initialized: for a biLM inside another component
@@ -105,19 +100,6 @@ def set_bilm(model: BiLMModelT, bilm: ElmoBiLM) -> None:
     model.set_dim("nO", bilm.output_dim, force=True)
 
 
-def set_token_cache(model: BiLMModelT, max_words: int) -> None:
-    """In prediction, run the character CNN once per word while the weights stay
-    the same: keep up to ``max_words`` token vectors (0: off)."""
-    model.attrs[TOKEN_CACHE_ATTR] = TokenVectorCache(max_words) if max_words > 0 else None
-
-
-def set_precision(model: BiLMModelT, precision: str) -> None:
-    """"fp32", or "int8": the LSTM's products in int8 (where faster) wherever the biLM runs
-    without gradients (prediction, and training with a frozen biLM)."""
-    check_precision(precision)
-    model.attrs[PRECISION_ATTR] = precision
-
-
 def load_weights(model: BiLMModelT, weights_loader: WeightsLoaderT) -> None:
     """Put the biLM that ``weights_loader`` returns into the layer."""
     bilm = weights_loader()
@@ -158,10 +140,20 @@ def bilm_layer_forward(
 
 
 def encode_docs(
-    model: BiLMModelT, docs: List[Doc], is_train: bool, *, span_cache: Optional[SpanCache] = None
+    model: BiLMModelT,
+    docs: List[Doc],
+    is_train: bool,
+    *,
+    span_cache: Optional[SpanCache] = None,
+    token_cache: Optional[TokenVectorCache] = None,
+    precision: str = "fp32",
 ) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
-    """The layer's forward pass; in prediction, `span_cache` gives the layers of spans
-    encoded before (and keeps the new ones): only while the biLM's weights stay fixed."""
+    """The layer's forward pass, with prediction's settings (ignored in training).
+
+    span_cache: gives the layers of spans encoded before and keeps the new ones.
+    token_cache: gives the token vectors of words seen before and keeps the new ones.
+    precision: "fp32", or "int8" (the LSTM's large products, where faster).
+    """
     bilm = get_bilm(model)
     if bilm is None:
         raise WeightsError(NO_WEIGHTS)
@@ -179,10 +171,7 @@ def encode_docs(
             outputs[span.doc][:, span.tokens] = cached
     words = [span.words for span in pending]
     shim = model.shims[0]
-    token_cache = None if is_train else model.attrs.get(TOKEN_CACHE_ATTR)
-    bilm_kwargs: Dict[str, Any] = {"precision": model.attrs.get(PRECISION_ATTR, "fp32")}
-    if token_cache is not None:
-        bilm_kwargs["token_cache"] = token_cache
+    bilm_kwargs: Dict[str, Any] = {} if is_train else {"token_cache": token_cache, "precision": precision}
     groups = length_sorted_batches(
         words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )

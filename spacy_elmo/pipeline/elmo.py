@@ -5,7 +5,7 @@ keeps every layer in ``doc._.elmo`` (:class:`~spacy_elmo.doc_data.ElmoDocData`)
 and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
 ``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
 methods read that mix of ``doc._.elmo``, so they are contextual
-(:mod:`.vector_hooks`). Downstream components read the layers through
+(:func:`~spacy_elmo.doc_data.set_vector_hooks`). Downstream components read the layers through
 ``spacy-elmo.ElmoListener.v1``, each with its own learned scalar mix.
 
 ``Doc.tensor`` is a shared slot: a ``tok2vec`` later in the pipeline overwrites
@@ -28,18 +28,19 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats3d
 
-from ..doc_data import DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, install_extensions
-from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
-from ..models.bilm_layer import (
-    encode_docs, get_bilm, has_weights_loader, load_weights, set_precision, set_token_cache,
+from ..doc_data import (
+    DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, in_spacy_worker_process, install_extensions, set_vector_hooks,
 )
+from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
+from ..models.bilm_layer import encode_docs, get_bilm, has_weights_loader, load_weights
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
 from ..models.loaders import build_elmo_weights_loader_v1
+from ..models.pytorch.char_cnn import TokenVectorCache
+from ..models.pytorch.lstm.int8_products import check_precision
 from ..models.span_cache import SpanCache
 from ..models.types import BiLMModelT, WeightsLoaderT
-from .vector_hooks import in_spacy_worker_process, set_vector_hooks
 
 DEFAULT_CONFIG = Config().from_str(
     """
@@ -128,17 +129,9 @@ class ElmoComponent(TrainablePipe):
         self.cfg: Dict[str, Any] = {}
         self.model.attrs["replace_listener"] = replace_listener
         self.span_cache = SpanCache(max_bytes=frozen_cache_mb * 2**20)
-        self._token_cache_size = token_cache_size
-        self._precision = precision
-        self._apply_prediction_settings()
+        self.token_cache = TokenVectorCache(token_cache_size) if token_cache_size > 0 else None
+        self.precision = precision
         self.frozen = frozen
-
-    def _apply_prediction_settings(self) -> None:
-        """Put the token cache and precision in the biLM layer's attrs, again after
-        loading: Thinc restores the attrs a pipeline was saved with, and this
-        component's own settings (its config) must win over them."""
-        set_token_cache(self.model, self._token_cache_size)
-        set_precision(self.model, self._precision)
 
     @property
     def precision(self) -> str:
@@ -147,7 +140,7 @@ class ElmoComponent(TrainablePipe):
 
     @precision.setter
     def precision(self, value: str) -> None:
-        set_precision(self.model, value)
+        check_precision(value)
         self._precision = value
 
     @property
@@ -203,7 +196,14 @@ class ElmoComponent(TrainablePipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[Floats3d]:
         """Every layer of every token, per Doc *Shape:* ``(n_layers, n_tokens, width)``."""
-        return self.model.predict(list(docs))
+        return self._encode_without_gradient(list(docs))
+
+    def _encode_without_gradient(self, docs: List[Doc], span_cache: Optional[SpanCache] = None) -> List[Floats3d]:
+        outputs, _ = encode_docs(
+            self.model, docs, is_train=False, span_cache=span_cache, token_cache=self.token_cache,
+            precision=self.precision,
+        )
+        return outputs
 
     def set_annotations(self, docs: Sequence[Doc], layers: List[Floats3d]) -> None:
         """Set ``doc._.elmo`` and, per ``doc_tensor``, ``Doc.tensor``."""
@@ -244,7 +244,7 @@ class ElmoComponent(TrainablePipe):
         if self.frozen:
             # Fixed weights: each distinct span is encoded once per training run.
             self.span_cache.serve(get_bilm(self.model))
-            outputs, _ = encode_docs(self.model, docs, is_train=False, span_cache=self.span_cache)
+            outputs = self._encode_without_gradient(docs, self.span_cache)
             accumulate_gradient = backprop = no_gradient
         else:
             set_dropout_rate(self.model, drop)
@@ -308,14 +308,12 @@ class ElmoComponent(TrainablePipe):
         saved_model = partial(_model_bytes, bytes_data)
         with _load_errors_as_one_line("The serialized ELMo component", self.model, saved_model):
             super().from_bytes(bytes_data, exclude=exclude)
-        self._apply_prediction_settings()
         return self
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
         saved_model = (Path(path) / "model").read_bytes
         with _load_errors_as_one_line(f"The ELMo component in {path}", self.model, saved_model):
             super().from_disk(path, exclude=exclude)
-        self._apply_prediction_settings()
         return self
 
     def add_label(self, label: str) -> int:

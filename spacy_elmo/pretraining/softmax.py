@@ -13,8 +13,8 @@ import numpy
 import torch
 from torch import Tensor, nn
 
+from ..models.pytorch.bilm import select_rows
 from ..models.pytorch.original_format import read_hdf5_arrays
-from ..models.pytorch.select_rows import select_rows
 from ..output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 
 

@@ -49,12 +49,12 @@ def run_cli(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
 
 def test_init_config_writes_a_valid_commented_config(tmp_path, capsys, monkeypatch):
     path = tmp_path / "pretrain.cfg"
-    code, out, _ = run_cli(capsys, monkeypatch, "init-config", path, "--size", "fixture", "--lang", "whitespace")
+    code, out, _ = run_cli(capsys, monkeypatch, "init-config", path, "--size", "tiny", "--lang", "whitespace")
     assert code == 0 and "Saved the pretraining config" in out
     text = path.read_text(encoding="utf8")
     assert text.count("\n# ") > 30
     config = load_config(path, {"paths.train": "t.txt"})
-    assert config.model.size == "fixture" and config.corpus.tokenizer == "whitespace"
+    assert config.model.size == "tiny" and config.corpus.tokenizer == "whitespace"
     code, out, _ = run_cli(capsys, monkeypatch, "init-config", "-")
     assert code == 0 and out.startswith("# spacy-elmo biLM pretraining") and 'size = "small"' in out
     code, out, err = run_cli(capsys, monkeypatch, "init-config", tmp_path / "x.cfg", "--size", "huge")
@@ -66,7 +66,7 @@ def test_init_config_writes_a_valid_commented_config(tmp_path, capsys, monkeypat
 
 def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
     config_path = tmp_path / "pretrain.cfg"
-    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "fixture")
+    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "tiny")
     output_dir = tmp_path / "out"
     code, out, err = run_cli(
         capsys, monkeypatch, "pretrain", config_path, output_dir, "--paths.train", tiny_text,
@@ -96,7 +96,7 @@ def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
 )
 def test_errors_print_one_line(tmp_path, capsys, monkeypatch, tiny_text, args, message):
     config_path = tmp_path / "pretrain.cfg"
-    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "fixture")
+    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "tiny")
     base = ["--paths.train", str(tiny_text)] if "--paths.train" not in args else []
     code, out, err = run_cli(capsys, monkeypatch, "pretrain", config_path, tmp_path / "out", *base, *args, *FAST)
     assert code == 1
@@ -109,7 +109,7 @@ ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
 def _pretrain_command(tmp_path, tiny_text, output_dir, *, max_steps: int, checkpoint_every: int):
     """`python -m spacy_elmo pretrain` on the tiny corpus, as a subprocess's arguments."""
     config_path = tmp_path / "pretrain.cfg"
-    config_path.write_text(default_config_text(size="fixture"), encoding="utf8")
+    config_path.write_text(default_config_text(size="tiny"), encoding="utf8")
     return [
         sys.executable, "-m", "spacy_elmo", "pretrain", str(config_path), str(output_dir),
         "--paths.train", str(tiny_text), "--training.max_steps", str(max_steps),

@@ -107,8 +107,8 @@ def test_the_token_cache_gives_the_same_vectors_and_follows_new_weights(weights)
         want = [doc._.elmo.layers for doc in plain.pipe(texts, batch_size=batch_size)]
         for a, b in zip(got, want):
             numpy.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
-    assert cached.get_pipe("elmo").model.attrs["token_cache"].hits > 0
-    assert plain.get_pipe("elmo").model.attrs["token_cache"] is None
+    assert cached.get_pipe("elmo").token_cache.hits > 0
+    assert plain.get_pipe("elmo").token_cache is None
 
     with torch.no_grad():
         plain.get_pipe("elmo").model.shims[0].module.char_encoder.char_embedding.mul_(1.5)

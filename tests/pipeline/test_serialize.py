@@ -181,19 +181,30 @@ def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
 
 def test_load_time_settings_win_over_the_saved_ones(weights, tmp_path, monkeypatch):
     """`precision` and `token_cache_size` given when a saved pipeline is loaded are
-    the ones it runs with (Thinc restores the attrs the pipeline was saved with)."""
+    the ones the biLM runs with, and so is a precision set on the loaded component."""
+    from spacy_elmo.models.pytorch.bilm import ElmoBiLM
     from spacy_elmo.models.pytorch.lstm import int8_products
 
     monkeypatch.setattr(int8_products, "int8_available", lambda: True)  # the setting, on any CPU
-    elmo_nlp(weights, elmo_config={"token_cache_size": 0}).to_disk(tmp_path / "pipeline")
+    seen = []
+    forward = ElmoBiLM.forward
+
+    def spy(bilm, char_ids, **settings):
+        seen.append(settings)
+        return forward(bilm, char_ids, **settings)
+
+    monkeypatch.setattr(ElmoBiLM, "forward", spy)
+    elmo_nlp(weights, elmo_config={"token_cache_size": 0, "precision": "fp32"}).to_disk(tmp_path / "pipeline")
     settings = {"precision": "int8", "token_cache_size": 100}
     loaded = spacy.load(tmp_path / "pipeline", config={"components": {"elmo": settings}})
     elmo = loaded.get_pipe("elmo")
+    seen.clear()
     for _ in range(2):
         list(loaded.pipe(TEXTS))
     assert elmo.precision == "int8"
-    assert elmo.model.attrs["precision"] == "int8"  # what the layer runs the biLM with
-    assert elmo.model.attrs["token_cache"].hits > 0
+    assert {s["precision"] for s in seen} == {"int8"}
+    assert all(s["token_cache"] is elmo.token_cache for s in seen) and elmo.token_cache.hits > 0
     elmo.precision = "fp32"
+    seen.clear()
     list(loaded.pipe(TEXTS[:1]))
-    assert elmo.model.attrs["precision"] == "fp32"
+    assert {s["precision"] for s in seen} == {"fp32"}

@@ -11,7 +11,7 @@ from spacy_elmo.errors import CheckpointError, ConfigError
 from spacy_elmo.pretraining.assembly import assemble_model, growth, negative_samples
 from spacy_elmo.pretraining.softmax import save_softmax
 
-FIXTURE = NAMED_SIZES["fixture"]
+FIXTURE = NAMED_SIZES["tiny"]
 
 
 def test_a_new_model_has_the_sizes_of_its_options_and_the_dropout():

@@ -79,12 +79,12 @@ def test_named_size_with_explicit_numbers():
 )
 def test_invalid_settings_are_named(overrides, message):
     with pytest.raises(ConfigError, match=message):
-        parse_config(default_config_text(size="fixture"), overrides)
+        parse_config(default_config_text(size="tiny"), overrides)
 
 
 def _float_settings():
     """Every float setting of the config, as "section.key"."""
-    config = parse_config(default_config_text(size="fixture"), {"paths.train": "x"})
+    config = parse_config(default_config_text(size="tiny"), {"paths.train": "x"})
     for section in ("corpus", "vocab", "model", "softmax", "optimizer", "training"):
         for field in dataclasses.fields(getattr(config, section)):
             if field.type in (float, Optional[float]):
@@ -95,13 +95,13 @@ def _float_settings():
 @pytest.mark.parametrize("setting", list(_float_settings()))
 def test_no_float_setting_takes_a_non_finite_value(setting, value):
     with pytest.raises(ConfigError, match=rf"{setting} must be {FINITE}, got {value!r}"):
-        parse_config(default_config_text(size="fixture"), {"paths.train": "x", setting: value})
+        parse_config(default_config_text(size="tiny"), {"paths.train": "x", setting: value})
 
 
 @pytest.mark.parametrize("text", ["learn_rate = NaN", "learn_rate = 1e999", "learn_rate = -Infinity"])
 def test_a_non_finite_number_in_the_file_is_named(tmp_path, text):
     path = tmp_path / "pretrain.cfg"
-    path.write_text(default_config_text(size="fixture").replace("learn_rate = 0.2", text), encoding="utf8")
+    path.write_text(default_config_text(size="tiny").replace("learn_rate = 0.2", text), encoding="utf8")
     with pytest.raises(ConfigError, match=rf"pretrain.cfg: optimizer.learn_rate must be {FINITE}, got (nan|inf|-inf)"):
         load_config(path, {"paths.train": "x"})
 

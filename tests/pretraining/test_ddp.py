@@ -29,7 +29,7 @@ def _torchrun(config_path, output_dir, overrides, *extra):
 @pytest.mark.slow
 def test_two_gloo_processes_train_on_their_own_shares(tmp_path, tiny_text):
     config_path = tmp_path / "pretrain.cfg"
-    config_path.write_text(default_config_text(size="fixture"), encoding="utf8")
+    config_path.write_text(default_config_text(size="tiny"), encoding="utf8")
     overrides = fast_overrides(
         tiny_text, tiny_text, **{
             "training.max_steps": 40, "training.checkpoint_every": 20, "training.log_every": 10,

@@ -341,7 +341,7 @@ def test_resume_refuses_another_corpus_or_a_step_limit_already_passed(tmp_path, 
 def test_resume_accepts_the_same_model_spelled_out_and_older_checkpoints(tmp_path, tiny_text):
     output_dir = tmp_path / "out"
     pretrain(fast_config(tiny_text, training__max_steps=2, training__checkpoint_every=2), output_dir)
-    fixture = NAMED_SIZES["fixture"]
+    fixture = NAMED_SIZES["tiny"]
     spelled_out = {
         "model__size": "small", "model__lstm_dim": fixture.lstm_dim, "model__projection_dim": fixture.projection_dim,
         "model__n_layers": fixture.n_layers, "model__n_highway": fixture.n_highway,

@@ -29,7 +29,7 @@ def fast_overrides(train: Path, dev: Optional[Path] = None, **extra: Any) -> Dic
 
 
 def fast_config(train: Path, dev: Optional[Path] = None, **extra: Any) -> PretrainConfig:
-    return parse_config(default_config_text(size="fixture"), fast_overrides(train, dev, **extra))
+    return parse_config(default_config_text(size="tiny"), fast_overrides(train, dev, **extra))
 
 
 def kill_at_step(monkeypatch, n: int):

@@ -91,7 +91,7 @@ def tiny_data(project_dir: Path) -> Dict[str, object]:
 
 # The smallest settings that still run every step of the workflow for real.
 TINY_SETTINGS: Dict[str, object] = {
-    "pretrain_size": "fixture",
+    "pretrain_size": "tiny",
     "pretrain_lstm_dim": 64,
     "pretrain_projection_dim": 16,
     "pretrain_steps": 4,

@@ -64,7 +64,7 @@ def workspace(tmp_path: Path, allennlp_model_dir: Path, reference_dir: Path) -> 
     shutil.copy(allennlp_model_dir / "options.json", model / "options.json")
     shutil.copy(allennlp_model_dir / "lm_weights.hdf5", model / "weights.hdf5")
     (root / "text.txt").write_text("The cat sat on the mat .\nA second line\n", encoding="utf8")
-    (root / "pretrain.cfg").write_text(default_config_text(size="fixture"), encoding="utf8")
+    (root / "pretrain.cfg").write_text(default_config_text(size="tiny"), encoding="utf8")
     shutil.copy(reference_dir / "bilm-tf" / "train" / "data.txt", root / "corpus.txt")
     return root
 

@@ -12,7 +12,7 @@ from spacy.tokens import Doc
 
 import spacy_elmo.pipeline  # noqa: F401 (registers the component)
 from spacy_elmo.errors import SpacyElmoError
-from spacy_elmo.pipeline.vector_hooks import set_vector_hooks
+from spacy_elmo.doc_data import set_vector_hooks
 
 from ..models.test_deferred_shim import _Payload, _state_bytes
 from ..pipeline.util import TEXTS, elmo_nlp, listener_config

@@ -18,7 +18,7 @@ pretrain_in_time = load_script("pretrain_in_time", folder="tools")
 @pytest.fixture
 def setup(tmp_path: Path, reference_dir: Path, one_torch_thread):
     config = tmp_path / "config.cfg"
-    config.write_text(default_config_text(size="fixture"), encoding="utf8")
+    config.write_text(default_config_text(size="tiny"), encoding="utf8")
     text = reference_dir / "bilm-tf" / "train" / "data.txt"
     return config, fast_overrides(text, text)
 

@@ -1,17 +1,52 @@
-"""The ELMo biLM: character ids in, L + 1 layers of contextual token vectors out."""
+"""The ELMo biLM: character ids in, L + 1 layers of contextual token vectors out.
+
+Also how sentences are batched for it (by length, so batches carry little
+padding) and how it gathers rows (with a gradient that is the same on every run).
+"""
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Sized, Union
 
 import torch
 from torch import Tensor, nn
 
-from .char_cnn import CharacterEncoder
+from .char_cnn import CharacterEncoder, TokenVectorCache
 from .char_ids import BYTE_IDS, ByteIds, distinct_rows
 from .dictionary_ids import DictionaryIds
-from .lstm import BiLstmStack, DistinctInputs, LstmState, PackingPlan
+from .lstm import BiLstmStack, DistinctInputs, PackingPlan
 from .options import BiLMOptions
-from .select_rows import select_rows
-from .token_vector_cache import TokenVectorCache
+
+
+def length_sorted_batches(
+    sentences: Sequence[Sized], *, batch_size: int, max_batch_tokens: int
+) -> Iterator[List[int]]:
+    """Indices of ``sentences`` in batches of similar length, longest first.
+
+    A batch holds at most ``batch_size`` sentences and at most
+    ``max_batch_tokens`` padded tokens (``n_sentences * longest``); a sentence
+    longer than ``max_batch_tokens`` gets a batch of its own.
+    """
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]), reverse=True)
+    batch: List[int] = []
+    for i in order:
+        longest = len(sentences[batch[0]]) if batch else len(sentences[i])
+        if batch and (len(batch) == batch_size or (len(batch) + 1) * longest > max_batch_tokens):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def select_rows(table: Tensor, index: Tensor) -> Tensor:
+    """``table[index]``, *Shape:* ``(*index.shape, *table.shape[1:])``.
+
+    Indexing a tensor with an index tensor sums the gradient of a repeated row
+    (a word that occurs twice in a batch) in an order that depends on thread
+    timing on CPU, so two identical training runs drift apart; ``index_select``
+    sums it in index order, bit for bit the same every run.
+    """
+    rows = torch.index_select(table, 0, index.reshape(-1))
+    return rows.view(*index.shape, *table.shape[1:])
 
 
 @dataclass
@@ -42,11 +77,8 @@ class PackedEncoding:
     rows: Tensor
     forward_positions: Tensor
     backward_positions: Tensor
-    plan: PackingPlan
-    sorted_order: Tensor
     token_vectors: Tensor
     token_index: Tensor
-    final_state: List[LstmState]
 
 
 class ElmoBiLM(nn.Module):
@@ -118,23 +150,16 @@ class ElmoBiLM(nn.Module):
         *,
         token_cache: Optional[TokenVectorCache] = None,
         precision: str = "fp32",
-        initial_state: Optional[Sequence[LstmState]] = None,
-        run_boundary_steps: bool = False,
     ) -> PackedEncoding:
         """Run the character encoder and the LSTMs; outputs stay packed.
 
-        Without boundary steps the forward direction covers positions
-        ``0 .. n`` and the backward direction ``n + 1 .. 1`` of each
-        ``<S> w_1 .. w_n </S>``: exactly what the output layers and the LM
-        objective (predict the next / previous word) need. ``initial_state``
-        (per layer, ``(h, c)`` of every sentence in batch order) and
-        ``run_boundary_steps`` (also the forward step at ``</S>`` and the
-        backward one at ``<S>``) serve a caller that carries state between
-        batches, as the reference implementations do.
+        The forward direction covers positions ``0 .. n`` and the backward
+        direction ``n + 1 .. 1`` of each ``<S> w_1 .. w_n </S>``: exactly what the
+        output layers and the LM objective (predict the next / previous word) need.
         """
         device = char_ids.device
         token_vectors, token_index = self._token_vectors(char_ids, mask, token_cache)
-        n_steps = lengths + (2 if run_boundary_steps else 1)
+        n_steps = lengths + 1
         sorted_order = torch.argsort(n_steps, descending=True, stable=True)
         sorted_steps = n_steps[sorted_order]
         plan = PackingPlan.from_sorted_lengths(sorted_steps.tolist())
@@ -146,16 +171,10 @@ class ElmoBiLM(nn.Module):
         input_index = torch.stack([token_index[rows, forward_positions], token_index[rows, backward_positions]])
         # One gather per direction: in training a repeated token's gradient sums in the same order as ever.
         inputs = torch.stack([select_rows(token_vectors, input_index[0]), select_rows(token_vectors, input_index[1])])
-        state = None
-        if initial_state is not None:
-            state = [(h[:, sorted_order], c[:, sorted_order]) for h, c in initial_state]
-        layers, final_state = self.lstm(
-            inputs, plan, state, DistinctInputs(token_vectors, input_index), precision=precision
-        )
+        layers, _ = self.lstm(inputs, plan, None, DistinctInputs(token_vectors, input_index), precision=precision)
         return PackedEncoding(
             layers=layers, rows=rows, forward_positions=forward_positions,
-            backward_positions=backward_positions, plan=plan, sorted_order=sorted_order,
-            token_vectors=token_vectors, token_index=token_index, final_state=final_state,
+            backward_positions=backward_positions, token_vectors=token_vectors, token_index=token_index,
         )
 
     def _token_vectors(self, char_ids: Tensor, mask: Tensor, token_cache: Optional[TokenVectorCache]):

@@ -10,11 +10,10 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Union
 import numpy
 import torch
 
-from .batching import length_sorted_batches
-from .bilm import ElmoBiLM
+from .bilm import ElmoBiLM, length_sorted_batches
+from .char_cnn import TokenVectorCache
 from .lstm.int8_products import check_precision
 from .options import BiLMOptions
-from .token_vector_cache import TokenVectorCache
 
 Sentence = Sequence[str]
 DeviceLike = Union[str, torch.device]

@@ -258,9 +258,10 @@ def _options(
 
 _ORIGINAL_FILTERS = [(1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)]
 
-#: The published model sizes (and the reference fixture's), by name.
+#: Model sizes by name: the published ones, and `tiny` (about 100k parameters, the reference
+#: fixtures' size) for trying a setup in seconds.
 NAMED_SIZES: Dict[str, BiLMOptions] = {
-    "fixture": _options(
+    "tiny": _options(
         filters=[(1, 4), (2, 8), (3, 16), (4, 32), (5, 64)], n_highway=2, lstm_dim=64,
         projection_dim=16, char_embedding_dim=4,
     ),

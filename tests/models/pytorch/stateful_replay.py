@@ -4,8 +4,8 @@ from typing import List, Optional
 import torch
 from torch import Tensor
 
-from spacy_elmo.models.pytorch.bilm import BiLMOutput, ElmoBiLM
-from spacy_elmo.models.pytorch.lstm import LstmState
+from spacy_elmo.models.pytorch.bilm import BiLMOutput, ElmoBiLM, PackedEncoding, select_rows
+from spacy_elmo.models.pytorch.lstm import DistinctInputs, LstmState, PackingPlan
 
 
 class StatefulBiLM:
@@ -51,11 +51,30 @@ class StatefulBiLM:
         ]
         return output
 
-    def _encode(self, char_ids: Tensor, state: List[LstmState]):
-        """The layers, and every sentence's state after its ``</S>`` (forward) and ``<S>`` (backward)."""
+    def _encode(self, char_ids: Tensor, state: Optional[List[LstmState]]):
+        """The layers, and every sentence's state after its ``</S>`` (forward) and ``<S>`` (backward).
+
+        As :meth:`ElmoBiLM.encode_packed`, but from `state` (per layer, ``(h, c)`` of
+        every sentence in batch order; ``None``: zeros) and with the boundary steps the references
+        also run: the forward step at ``</S>`` and the backward one at ``<S>``.
+        """
+        bilm = self.bilm
         mask = (char_ids > 0).any(dim=2)
         lengths = mask.sum(dim=1)
-        encoding = self.bilm.encode_packed(char_ids, mask, lengths, initial_state=state, run_boundary_steps=True)
-        restore = torch.argsort(encoding.sorted_order)
-        final_state = [(h[:, restore], c[:, restore]) for h, c in encoding.final_state]
-        return BiLMOutput(self.bilm.unpack(encoding, lengths, char_ids.shape[1]), mask), final_state
+        token_vectors, token_index = bilm._token_vectors(char_ids, mask, None)
+        n_steps = lengths + 2
+        sorted_order = torch.argsort(n_steps, descending=True, stable=True)
+        sorted_steps = n_steps[sorted_order]
+        plan = PackingPlan.from_sorted_lengths(sorted_steps.tolist())
+        time = torch.arange(len(plan.batch_sizes))
+        step_t, sorted_row = (time[:, None] < sorted_steps[None, :]).nonzero(as_tuple=True)
+        rows = sorted_order[sorted_row]
+        backward_positions = lengths[rows] + 1 - step_t
+        index = torch.stack([token_index[rows, step_t], token_index[rows, backward_positions]])
+        inputs = torch.stack([select_rows(token_vectors, index[0]), select_rows(token_vectors, index[1])])
+        sorted_state = None if state is None else [(h[:, sorted_order], c[:, sorted_order]) for h, c in state]
+        layers, final_state = bilm.lstm(inputs, plan, sorted_state, DistinctInputs(token_vectors, index))
+        encoding = PackedEncoding(layers, rows, step_t, backward_positions, token_vectors, token_index)
+        restore = torch.argsort(sorted_order)
+        final_state = [(h[:, restore], c[:, restore]) for h, c in final_state]
+        return BiLMOutput(bilm.unpack(encoding, lengths, char_ids.shape[1]), mask), final_state

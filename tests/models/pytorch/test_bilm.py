@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from spacy_elmo.models.pytorch.bilm import ElmoBiLM
+from spacy_elmo.models.pytorch.bilm import ElmoBiLM, length_sorted_batches, select_rows
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
@@ -108,7 +108,7 @@ def test_long_token_and_long_sentence(fixture_bilm):
 
 def test_gradients_reach_every_parameter():
     torch.manual_seed(0)
-    bilm = ElmoBiLM(NAMED_SIZES["fixture"])
+    bilm = ElmoBiLM(NAMED_SIZES["tiny"])
     output = bilm(batch_to_char_ids([["a", "b"], ["c"]]))
     output.layers.sum().backward()
     missing = [name for name, p in bilm.named_parameters() if p.grad is None or not p.grad.any()]
@@ -119,7 +119,7 @@ def test_gradients_are_the_same_on_every_run():
     """Repeated words send their gradients to one token vector; summed in
     thread order they would differ between identical training runs."""
     torch.manual_seed(0)
-    bilm = ElmoBiLM(NAMED_SIZES["fixture"])
+    bilm = ElmoBiLM(NAMED_SIZES["tiny"])
     words = [f"w{i}" for i in range(20)]
     rng = random.Random(0)
     char_ids = batch_to_char_ids([[rng.choice(words) for _ in range(60)] for _ in range(64)])
@@ -184,7 +184,7 @@ def test_prepacked_weights_follow_parameter_updates(fixture_bilm):
 
 
 def test_dropout_is_reproducible_with_directions_in_threads():
-    bilm = ElmoBiLM(NAMED_SIZES["fixture"]).train()
+    bilm = ElmoBiLM(NAMED_SIZES["tiny"]).train()
     bilm.lstm.dropout = 0.3
     char_ids = batch_to_char_ids([["a", "b", "c", "d"], ["e", "f"], ["g"]])
     runs = []
@@ -199,3 +199,46 @@ def test_dropout_is_reproducible_with_directions_in_threads():
     torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)
     bilm.eval()
     assert not torch.allclose(bilm(char_ids).layers, runs[0])
+
+
+# select_rows: the rows of table[index], with the same gradient on every run.
+
+
+def test_select_rows_equals_indexing():
+    table = torch.randn(7, 3)
+    index = torch.tensor([[0, 6, 6], [2, 0, 1]])
+    assert torch.equal(select_rows(table, index), table[index])
+    assert torch.equal(select_rows(table[:, 0], index), table[:, 0][index])
+
+
+def test_repeated_rows_get_the_same_gradient_every_run():
+    torch.manual_seed(0)
+    table = torch.randn(3000, 256, requires_grad=True)
+    index = torch.randint(0, 3000, (60000,))
+    upstream = torch.randn(60000, 256)
+    gradients = []
+    for _ in range(5):
+        table.grad = None
+        (select_rows(table, index) * upstream).sum().backward()
+        gradients.append(table.grad.clone())
+    assert all(torch.equal(gradients[0], g) for g in gradients[1:])
+
+
+# Batching by length: every index once, longest first, within both limits.
+
+
+def test_batches_are_length_sorted_and_bounded():
+    sentences = [["w"] * n for n in (3, 9, 1, 4, 4, 7, 2, 12)]
+    batches = list(length_sorted_batches(sentences, batch_size=3, max_batch_tokens=20))
+    assert sorted(i for batch in batches for i in batch) == list(range(len(sentences)))
+    lengths = [len(sentences[i]) for batch in batches for i in batch]
+    assert lengths == sorted(lengths, reverse=True)
+    for batch in batches:
+        assert len(batch) <= 3 and len(batch) * len(sentences[batch[0]]) <= 20
+    assert batches[0] == [7]  # 12 tokens: a second sentence would pass 20 padded tokens
+
+
+@pytest.mark.parametrize("n_sentences", [0, 1])
+def test_small_inputs(n_sentences):
+    batches = list(length_sorted_batches([["a", "b"]] * n_sentences, batch_size=4, max_batch_tokens=1))
+    assert batches == [[0]] * n_sentences  # a sentence longer than the token cap stands alone

@@ -15,7 +15,7 @@ SENTENCES = [["The", "cat", "sat", "on", "the", "mat", "."], ["Colorless", "gree
 @pytest.fixture
 def trained_bilm():
     torch.manual_seed(0)
-    bilm = ElmoBiLM(NAMED_SIZES["fixture"])
+    bilm = ElmoBiLM(NAMED_SIZES["tiny"])
     with torch.no_grad():  # biases away from zero, as a trained biLM's are
         for bias in bilm.lstm.biases:
             bias.normal_(0.0, 0.5)
@@ -124,7 +124,7 @@ def test_new_projection_dimensions_are_silent_until_their_output_weights_learn(t
 
 def test_a_biLM_without_a_token_projection_gets_one_that_passes_the_CNN_through():
     torch.manual_seed(0)
-    options = dataclasses.replace(NAMED_SIZES["fixture"], projection_dim=NAMED_SIZES["fixture"].n_filters)
+    options = dataclasses.replace(NAMED_SIZES["tiny"], projection_dim=NAMED_SIZES["tiny"].n_filters)
     plain = ElmoBiLM(options).eval()
     assert plain.char_encoder.projection is None
     wide = widen_projection(plain, options.projection_dim + 8)

@@ -17,10 +17,8 @@ import torch
 from torch import Tensor
 
 from ..prepacked_linear import PrepackedWeights
-from ..select_rows import select_rows
-from .cell import Clips, LayerWeights, Product, affine, run_steps
+from .cell import Clips, DistinctInputs, LayerWeights, LstmState, PackingPlan, Product, affine, run_steps
 from .int8_products import Int8Weights
-from .packing import DistinctInputs, LstmState, PackingPlan
 
 #: Rows of the input product computed in one matrix multiply: bounds the memory of
 #: the gate inputs on long inputs while keeping the product large.
@@ -121,7 +119,10 @@ def _table_gate_inputs(
     rows = distinct.index[first : first + k] + n_distinct * torch.arange(k, device=inputs.device).unsqueeze(1)
     # Gathered per step: a chunk of gathered rows would be a fresh allocation of
     # up to k x 2048 x 4H floats, whose page faults cost more.
-    return (select_rows(table, rows[:, offset : offset + n]) for n, offset in zip(plan.batch_sizes, plan.offsets))
+    return (
+        torch.index_select(table, 0, rows[:, offset : offset + n].flatten()).view(k, n, -1)
+        for n, offset in zip(plan.batch_sizes, plan.offsets)
+    )
 
 
 def _chunked_gate_inputs(

@@ -21,8 +21,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from .cell import Clips, LayerWeights
-from .packing import LstmState, PackingPlan
+from .cell import Clips, LayerWeights, LstmState, PackingPlan
 from .threads import run_directions_in_threads
 
 #: One direction (``int``: its tensors lose the direction dimension) or several (``slice``).

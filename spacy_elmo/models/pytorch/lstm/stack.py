@@ -10,14 +10,17 @@ through one of three paths, all computing :func:`~.cell.lstm_cell`'s arithmetic:
   hand-written backward; what training runs otherwise.
 - ``"prediction"`` (:mod:`.prediction`): the cell's steps with faster products,
   when no gradient is needed.
-- ``"fused"`` (:mod:`.fused_step`): prediction with a step in two Triton kernels
-  on a GPU; chosen only when asked for until it is measured on one.
+- ``"fused"`` (:mod:`.fused_layer`): prediction with a whole layer in one Triton
+  kernel on a GPU.
 
 The rule: training runs the recurrence, or the reference under autocast;
 prediction runs the prediction path, each direction on its own CPU thread where
 torch has two or more threads and a step's weights have at least
 :data:`MIN_STEP_WEIGHTS_FOR_THREADS` elements (below that, handing Python's lock
-between threads at every op costs more than the second core gives).
+between threads at every op costs more than the second core gives). On a CUDA
+device with Triton, prediction in float32 runs whichever of the fused and the
+prediction path is faster for the layer's size and batch (timed at first use,
+:mod:`.tuning`; ``SPACY_ELMO_GPU_LAYER=fused`` or ``prediction`` forces one).
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -25,13 +28,13 @@ import torch
 from torch import Tensor, nn
 
 from ..options import BiLMOptions
-from .cell import Clips, LayerWeights, reference_layer
-from .fused_step import fused_layer, fused_step_available
+from .cell import Clips, DistinctInputs, LayerWeights, LstmState, PackingPlan, reference_layer
+from .fused_layer import fused_layer, fused_layer_available, next_power_of_2
 from .int8_products import check_precision
-from .packing import DistinctInputs, LstmState, PackingPlan
 from .prediction import FastProducts, prediction_layer
 from .recurrence import lstm_recurrence
 from .threads import run_directions_in_threads
+from .tuning import fastest
 
 PATHS = ("auto", "reference", "recurrence", "prediction", "fused")
 #: In prediction, each direction on its own thread from this many weights per step (``P x 4H + H x P``).
@@ -160,13 +163,25 @@ class BiLstmStack(nn.Module):
             return lambda key, x, weights, state, distinct: lstm_recurrence(
                 plan, self.clips, x, weights, state, directions_in_threads=in_threads
             )
-        if path == "prediction":
-            return lambda key, x, weights, state, distinct: prediction_layer(
-                self._products, key, x, plan, weights, self.clips, state, distinct, precision
-            )
-        if not fused_step_available(inputs.device) or inputs.dtype != torch.float32:
-            raise ValueError("path 'fused' needs Triton and float32 inputs on a CUDA device")
-        return lambda key, x, weights, state, distinct: fused_layer(x, plan, weights, self.clips, state)
+        fused: LayerRun = lambda key, x, weights, state, distinct: fused_layer(x, plan, weights, self.clips, state)
+        if path == "fused":
+            if not fused_layer_available(inputs.device) or inputs.dtype != torch.float32:
+                raise ValueError("path 'fused' needs Triton and float32 inputs on a CUDA device")
+            return fused
+        prediction: LayerRun = lambda key, x, weights, state, distinct: prediction_layer(
+            self._products, key, x, plan, weights, self.clips, state, distinct, precision
+        )
+        if not (gpu_layer_choice(inputs) and precision == "fp32"):
+            return prediction
+
+        def faster(key, x, weights, state, distinct):
+            size = (tuple(weights.hidden.shape), next_power_of_2(plan.batch_sizes[0] if plan.batch_sizes else 0))
+            return fastest("gpu_layer", size, {
+                "fused": lambda: fused(key, x, weights, state, distinct),
+                "prediction": lambda: prediction(key, x, weights, state, distinct),
+            })
+
+        return faster
 
     def _run_layers(
         self,
@@ -215,3 +230,9 @@ class BiLstmStack(nn.Module):
     @staticmethod
     def _two_cpu_threads(inputs: Tensor) -> bool:
         return inputs.device.type == "cpu" and torch.get_num_threads() >= 2
+
+
+def gpu_layer_choice(inputs: Tensor) -> bool:
+    """Whether prediction chooses between the fused and the prediction path (a CUDA
+    device, float32 inputs, Triton installed)."""
+    return inputs.device.type == "cuda" and inputs.dtype == torch.float32 and fused_layer_available(inputs.device)

@@ -116,7 +116,7 @@ def _layers(bilm: ElmoBiLM, sentences, precision: str) -> torch.Tensor:
 @needs_int8
 def test_int8_bilm_vectors_are_near_fp32_and_the_token_layer_exact(small_weights_in_int8):
     torch.manual_seed(2)
-    bilm = ElmoBiLM(NAMED_SIZES["fixture"]).eval()
+    bilm = ElmoBiLM(NAMED_SIZES["tiny"]).eval()
     sentences = [f"the river bank number {i} was muddy after the rain of last week".split() for i in range(12)]
     exact, int8 = _layers(bilm, sentences, "fp32"), _layers(bilm, sentences, "int8")
     torch.testing.assert_close(int8[:, 0], exact[:, 0], rtol=0, atol=0)

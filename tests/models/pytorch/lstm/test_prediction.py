@@ -12,7 +12,7 @@ from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
 def _stack(*, hidden=24, proj=8, cell_clip=0.5, proj_clip=0.4):
     options = dataclasses.replace(
-        NAMED_SIZES["fixture"], lstm_dim=hidden, projection_dim=proj, n_layers=2,
+        NAMED_SIZES["tiny"], lstm_dim=hidden, projection_dim=proj, n_layers=2,
         use_skip_connections=True, cell_clip=cell_clip, proj_clip=proj_clip,
     )
     torch.manual_seed(0)

@@ -15,7 +15,7 @@ TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 def _stack(dtype, *, n_layers=2, skip=True, cell_clip=None, proj_clip=None, dropout=0.0, hidden=12, proj=6):
     options = dataclasses.replace(
-        NAMED_SIZES["fixture"], lstm_dim=hidden, projection_dim=proj, n_layers=n_layers,
+        NAMED_SIZES["tiny"], lstm_dim=hidden, projection_dim=proj, n_layers=n_layers,
         use_skip_connections=skip, cell_clip=cell_clip, proj_clip=proj_clip,
     )
     torch.manual_seed(0)

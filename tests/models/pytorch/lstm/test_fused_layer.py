@@ -1,0 +1,152 @@
+"""The fused GPU layer (one Triton kernel) against the reference cell; without a GPU,
+Triton's interpreter runs it on CPU tensors (tests/conftest.py sets ``TRITON_INTERPRET=1``)."""
+import dataclasses
+
+import pytest
+import torch
+
+from spacy_elmo.models.pytorch.lstm import BiLstmStack, PackingPlan, fused_layer, reference_layer
+from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+pytest.importorskip("triton")
+needs_interpreter = pytest.mark.skipif(
+    not fused_layer.fused_layer_available(torch.device("cpu")), reason="Triton's interpreter is off"
+)
+
+
+def _stack(hidden=40, proj=20, cell_clip=0.5, proj_clip=0.4):
+    options = dataclasses.replace(
+        NAMED_SIZES["tiny"], lstm_dim=hidden, projection_dim=proj, n_layers=1,
+        cell_clip=cell_clip, proj_clip=proj_clip,
+    )
+    torch.manual_seed(0)
+    stack = BiLstmStack(options).eval()
+    with torch.no_grad():
+        stack.biases[0].normal_(0.0, 0.5)
+    return stack
+
+
+@needs_interpreter
+@pytest.mark.parametrize("clips", [(0.5, 0.4), (None, None)])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_fused_layer_matches_the_reference(clips, with_state):
+    # 40 cells and 20 projections: not multiples of the tiles, so the masks are exercised
+    stack = _stack(cell_clip=clips[0], proj_clip=clips[1])
+    plan = PackingPlan.from_sorted_lengths([7, 5, 5, 3, 1])
+    torch.manual_seed(1)
+    inputs = torch.randn(2, plan.n_rows, 20) * 2
+    state = (torch.randn(2, 5, 20), torch.randn(2, 5, 40)) if with_state else None
+    weights = stack.layer_weights(0)
+    with torch.no_grad():
+        got, (h, c) = fused_layer.fused_layer(inputs, plan, weights, stack.clips, state)
+        want, (want_h, want_c) = reference_layer(inputs, plan, weights, stack.clips, state)
+    for a, b in ((got, want), (h, want_h), (c, want_c)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    if clips[1] is not None:
+        assert (got.abs() == 0.4).any()  # the projection clip bites
+
+
+@needs_interpreter
+def test_more_sequences_than_one_program_owns():
+    """Several programs of 16 sequences, the last one partly empty, and sequences
+    that end at every step (each program runs as long as its longest sequence)."""
+    stack = _stack(hidden=24, proj=16)
+    lengths = sorted((1 + (7 * i) % 11 for i in range(37)), reverse=True)
+    plan = PackingPlan.from_sorted_lengths(lengths)
+    torch.manual_seed(2)
+    inputs = torch.randn(2, plan.n_rows, 16)
+    weights = stack.layer_weights(0)
+    with torch.no_grad():
+        got, (h, c) = fused_layer.fused_layer(inputs, plan, weights, stack.clips)
+        want, (want_h, want_c) = reference_layer(inputs, plan, weights, stack.clips)
+    for a, b in ((got, want), (h, want_h), (c, want_c)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+def test_step_tables_say_where_each_step_reads_and_writes():
+    plan = PackingPlan.from_sorted_lengths([3, 2, 2, 1])
+    batch_sizes, offsets, h_offsets, lengths = fused_layer.step_tables(plan, torch.device("cpu"))
+    assert batch_sizes.tolist() == [4, 3, 1] and offsets.tolist() == [0, 4, 7]
+    assert h_offsets.tolist() == [0, 4, 8, 11]  # 4 rows of initial state, then the packed steps
+    assert lengths.tolist() == [3, 2, 2, 1]
+
+
+@needs_interpreter
+def test_one_direction_and_one_row():
+    stack = _stack()
+    plan = PackingPlan.from_sorted_lengths([3])
+    inputs = torch.randn(1, plan.n_rows, 20)
+    weights = stack.layer_weights(0).directions(slice(1, 2))
+    with torch.no_grad():
+        got, _ = fused_layer.fused_layer(inputs, plan, weights, stack.clips)
+        want, _ = reference_layer(inputs, plan, weights, stack.clips)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
+def test_the_path_is_refused_where_it_cannot_run(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    stack = _stack()
+    plan = PackingPlan.from_sorted_lengths([2])
+    with pytest.raises(ValueError, match="path 'fused' needs Triton and float32 inputs on a CUDA device"):
+        with torch.no_grad():
+            stack(torch.randn(2, 2, 20), plan, path="fused")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_fused_path_on_cuda_matches_the_reference():
+    stack = _stack().cuda()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    plan = PackingPlan.from_sorted_lengths(sorted([30, 22, 9, 9, 1] * 20, reverse=True))
+    inputs = torch.randn(2, plan.n_rows, 20, device="cuda")
+    with torch.no_grad():
+        got = stack(inputs, plan, path="fused")[0][0]
+        want = stack(inputs, plan, path="reference")[0][0]
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+
+
+@needs_interpreter
+def test_the_stack_on_the_fused_path_matches_the_reference():
+    """Two layers with the residual connection, through BiLstmStack's interface."""
+    options = dataclasses.replace(NAMED_SIZES["tiny"], lstm_dim=24, projection_dim=16, n_layers=2)
+    torch.manual_seed(3)
+    stack = BiLstmStack(options).eval()
+    plan = PackingPlan.from_sorted_lengths([6, 4, 4, 2])
+    inputs = torch.randn(2, plan.n_rows, 16)
+    with torch.no_grad():
+        got, got_states = stack(inputs, plan, path="fused")
+        want, want_states = stack(inputs, plan, path="reference")
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    for (h, c), (want_h, want_c) in zip(got_states, want_states):
+        torch.testing.assert_close(h, want_h, rtol=0, atol=1e-6)
+        torch.testing.assert_close(c, want_c, rtol=0, atol=1e-6)
+
+
+@needs_interpreter
+@pytest.mark.parametrize("forced", ["auto", "fused", "prediction"])
+def test_prediction_on_a_gpu_times_the_fused_layer_against_the_step_path(monkeypatch, forced):
+    """Where the rule applies (a CUDA device; here the interpreter stands in for it),
+    prediction runs the faster of the two paths, timed once per layer size and batch
+    bucket, or the one SPACY_ELMO_GPU_LAYER forces; the layers are the reference's."""
+    from spacy_elmo.models.pytorch.lstm import stack as stack_module, tuning
+
+    monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
+    monkeypatch.setenv("SPACY_ELMO_GPU_LAYER", forced)
+    ran = []
+    monkeypatch.setattr(stack_module, "fused_layer", lambda *a, **k: ran.append("fused") or fused_layer.fused_layer(*a, **k))
+    tuning.forget_decisions()
+    options = dataclasses.replace(NAMED_SIZES["tiny"], lstm_dim=24, projection_dim=16, n_layers=2)
+    torch.manual_seed(4)
+    stack = BiLstmStack(options).eval()
+    plan = PackingPlan.from_sorted_lengths([5, 3, 1])
+    inputs = torch.randn(2, plan.n_rows, 16)
+    with torch.no_grad():
+        got, _ = stack(inputs, plan)
+        want, _ = stack(inputs, plan, path="reference")
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    if forced == "auto":
+        assert ran and {name for (choice, _), name in tuning._decisions.items() if choice == "gpu_layer"}
+    else:
+        assert bool(ran) == (forced == "fused")
+    tuning.forget_decisions()
