@@ -45,8 +45,10 @@ def _kernels() -> ModuleType:
     return fused_kernels
 
 
+@functools.lru_cache(maxsize=8)
 def step_tables(plan: PackingPlan, device: torch.device) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """What the kernel reads of `plan`, as int32 tensors on `device`.
+    """What the kernel reads of `plan`, as int32 tensors on `device`; built once per plan
+    (every layer of a batch, and the first-use timing, share them).
 
     :returns: ``batch_sizes`` and ``offsets`` per step; ``h_offsets`` (``n_steps + 1``):
         where each step's previous ``h`` is in the kernel's ``h`` buffer, whose first
