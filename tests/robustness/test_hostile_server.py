@@ -130,7 +130,9 @@ def test_a_hostile_server_gives_one_line_and_leaves_nothing(
     if layout is not None:
         _layout(served, allennlp_model_dir, **layout)
     monkeypatch.setenv("SPACY_ELMO_CACHE", str(workspace / "cache"))
-    monkeypatch.setattr(download_module, "DEADLINE_S", 0.5)
+    # A short deadline only where the deadline is what the row tests: a busy machine may take
+    # longer than 0.5 s to serve the others.
+    monkeypatch.setattr(download_module, "DEADLINE_S", 0.5 if "took longer than" in message else 60)
     probe = Probe(name, lambda ws: ["embed", "text.txt", "out.hdf5", "--weights", "small"], message, absent="s3cret")
     if handler in CLOSED:
         monkeypatch.setenv("SPACY_ELMO_BASE_URL", CLOSED[handler].format(closed_port_url()[len("http://"):]))
