@@ -15,12 +15,12 @@ def _tanh(x):
 
 @triton.jit
 def lstm_layer(
-    gate_inputs_ptr, w_hidden_ptr, w_proj_ptr, h_ptr, c_ptr,
+    gate_inputs_ptr, w_hidden_ptr, w_proj_ptr, h_ptr, c_ptr, trace_ptr,
     batch_sizes_ptr, offsets_ptr, h_offsets_ptr, lengths_ptr,
     hidden_size, proj_size,
-    s_gi_k, s_gi_n, s_w_k, s_w_p, s_p_k, s_p_h, s_h_k, s_h_n, s_c_k, s_c_n,
+    s_gi_k, s_gi_n, s_w_k, s_w_p, s_p_k, s_p_h, s_h_k, s_h_n, s_c_k, s_c_n, s_t_k, s_t_n,
     cell_clip, proj_clip,
-    HAS_CELL_CLIP: tl.constexpr, HAS_PROJ_CLIP: tl.constexpr,
+    HAS_CELL_CLIP: tl.constexpr, HAS_PROJ_CLIP: tl.constexpr, KEEP_TRACE: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
     """Every step of one layer for ``BLOCK_N`` sequences of one direction.
@@ -32,6 +32,10 @@ def lstm_layer(
     gate inputs plus ``h W_h``, the cell and its clip, ``m = o * tanh(c)``, and
     ``m W_p`` summed over the blocks into the new ``h``, clipped and written at
     ``h_offsets[t + 1]``.
+
+    With ``KEEP_TRACE``, each packed row of ``trace`` (``6H + P``) keeps what the
+    backward needs: the gates ``i, f, o, j`` after their nonlinearity, the cell
+    before its clip, ``m``, and ``h`` before its clip.
     """
     direction = tl.program_id(0)
     first = tl.program_id(1) * BLOCK_N
@@ -64,15 +68,130 @@ def lstm_layer(
                 acc_o += tl.dot(h, tl.load(w + 2 * hidden_size, mask=w_ok, other=0.0), input_precision="ieee")
                 acc_j += tl.dot(h, tl.load(w + 3 * hidden_size, mask=w_ok, other=0.0), input_precision="ieee")
             c_tile = c_ptr + direction * s_c_k + rows[:, None] * s_c_n + cells[None, :]
-            cell = _sigmoid(acc_f) * tl.load(c_tile, mask=tile_ok, other=0.0) + _sigmoid(acc_i) * _tanh(acc_j)
+            gate_i, gate_f, gate_o, gate_j = _sigmoid(acc_i), _sigmoid(acc_f), _sigmoid(acc_o), _tanh(acc_j)
+            cell_raw = gate_f * tl.load(c_tile, mask=tile_ok, other=0.0) + gate_i * gate_j
+            cell = cell_raw
             if HAS_CELL_CLIP:
-                cell = tl.minimum(tl.maximum(cell, -cell_clip), cell_clip)
+                cell = tl.minimum(tl.maximum(cell_raw, -cell_clip), cell_clip)
             tl.store(c_tile, cell, mask=tile_ok)
-            m = tl.where(tile_ok, _sigmoid(acc_o) * _tanh(cell), 0.0)
+            m = tl.where(tile_ok, gate_o * _tanh(cell), 0.0)
+            if KEEP_TRACE:
+                kept = trace_ptr + direction * s_t_k + (tl.load(offsets_ptr + t) + rows)[:, None] * s_t_n + cells[None, :]
+                tl.store(kept, gate_i, mask=tile_ok)
+                tl.store(kept + hidden_size, gate_f, mask=tile_ok)
+                tl.store(kept + 2 * hidden_size, gate_o, mask=tile_ok)
+                tl.store(kept + 3 * hidden_size, gate_j, mask=tile_ok)
+                tl.store(kept + 4 * hidden_size, cell_raw, mask=tile_ok)
+                tl.store(kept + 5 * hidden_size, m, mask=tile_ok)
             w_p = w_proj_ptr + direction * s_p_k + cells[:, None] * s_p_h + cols[None, :]
             h_new += tl.dot(m, tl.load(w_p, mask=cell_ok[:, None] & col_ok[None, :], other=0.0), input_precision="ieee")
+        if KEEP_TRACE:
+            kept = trace_ptr + direction * s_t_k + (tl.load(offsets_ptr + t) + rows)[:, None] * s_t_n + cols[None, :]
+            tl.store(kept + 6 * hidden_size, h_new, mask=row_ok[:, None] & col_ok[None, :])
         if HAS_PROJ_CLIP:
             h_new = tl.minimum(tl.maximum(h_new, -proj_clip), proj_clip)
         h_out = h_ptr + direction * s_h_k + (tl.load(h_offsets_ptr + t + 1) + rows) * s_h_n
         tl.store(h_out[:, None] + cols[None, :], h_new, mask=row_ok[:, None] & col_ok[None, :])
         tl.debug_barrier()  # the next step reads this step's h and c from other threads
+
+
+@triton.jit
+def _clip(x, clip, HAS_CLIP: tl.constexpr):
+    if HAS_CLIP:
+        x = tl.minimum(tl.maximum(x, -clip), clip)
+    return x
+
+
+@triton.jit
+def _inside(x, clip, HAS_CLIP: tl.constexpr):
+    """1.0 where a clip passes the gradient (``-clip <= x <= clip``, as clamp's backward), else 0.0."""
+    if HAS_CLIP:
+        return tl.where((x >= -clip) & (x <= clip), 1.0, 0.0)
+    return tl.full(x.shape, 1.0, tl.float32)
+
+
+@triton.jit
+def lstm_layer_backward(
+    d_h_ptr, d_gates_ptr, d_c_ptr, d_h0_ptr, trace_ptr, c0_ptr, w_hidden_ptr, w_proj_ptr,
+    batch_sizes_ptr, offsets_ptr, lengths_ptr,
+    hidden_size, proj_size,
+    s_dh_k, s_dh_n, s_dg_k, s_dg_n, s_dc_k, s_dc_n, s_d0_k, s_d0_n, s_t_k, s_t_n, s_c0_k, s_c0_n,
+    s_w_k, s_w_p, s_p_k, s_p_h,
+    cell_clip, proj_clip,
+    HAS_CELL_CLIP: tl.constexpr, HAS_PROJ_CLIP: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    """The steps of :func:`lstm_layer` in reverse, for ``BLOCK_N`` sequences of one direction.
+
+    In: ``d_h`` (packed, ``P``), the outputs' gradients; ``d_c`` (per sequence, ``H``),
+    the final cells' gradients; the forward's ``trace``. Per step: ``d_h`` through the
+    projection's clip (written back: the projection's gradient reads it), then per
+    block of cells ``d_m = d_h W_p^T``, the cell's gradient through its clip, the four
+    gates' gradients (written to ``d_gates``), the cell carry ``d_c f``, and
+    ``d_gates W_h^T`` summed into the previous step's ``d_h`` (``d_h0`` at the first step).
+    """
+    direction = tl.program_id(0)
+    first = tl.program_id(1) * BLOCK_N
+    rows = first + tl.arange(0, BLOCK_N)
+    cols = tl.arange(0, BLOCK_P)
+    col_ok = cols < proj_size
+    n_steps = tl.load(lengths_ptr + first)
+    for back in range(0, n_steps):
+        t = n_steps - 1 - back
+        step = tl.zeros((BLOCK_N,), dtype=tl.int32) + t  # t per row: masks are tensors
+        has_before, at_first = (step > 0)[:, None], (step == 0)[:, None]
+        row_ok = rows < tl.load(batch_sizes_ptr + t)
+        here = tl.load(offsets_ptr + t) + rows
+        before = tl.load(offsets_ptr + tl.maximum(t - 1, 0)) + rows
+        out_ok = row_ok[:, None] & col_ok[None, :]
+        kept_here = trace_ptr + direction * s_t_k + here * s_t_n
+        d_h_tile = d_h_ptr + direction * s_dh_k + here[:, None] * s_dh_n + cols[None, :]
+        d_h = tl.load(d_h_tile, mask=out_ok, other=0.0)
+        if HAS_PROJ_CLIP:
+            h_raw = tl.load(kept_here[:, None] + 6 * hidden_size + cols[None, :], mask=out_ok, other=0.0)
+            d_h = d_h * _inside(h_raw, proj_clip, HAS_PROJ_CLIP)
+            tl.store(d_h_tile, d_h, mask=out_ok)
+        d_h_before = tl.zeros((BLOCK_N, BLOCK_P), dtype=tl.float32)
+        for start in range(0, hidden_size, BLOCK_H):
+            cells = start + tl.arange(0, BLOCK_H)
+            cell_ok = cells < hidden_size
+            tile_ok = row_ok[:, None] & cell_ok[None, :]
+            w_p = w_proj_ptr + direction * s_p_k + cells[None, :] * s_p_h + cols[:, None]  # W_p^T: (P, cells)
+            d_m = tl.dot(d_h, tl.load(w_p, mask=col_ok[:, None] & cell_ok[None, :], other=0.0), input_precision="ieee")
+            kept = kept_here[:, None] + cells[None, :]
+            gate_i = tl.load(kept, mask=tile_ok, other=0.0)
+            gate_f = tl.load(kept + hidden_size, mask=tile_ok, other=0.0)
+            gate_o = tl.load(kept + 2 * hidden_size, mask=tile_ok, other=0.0)
+            gate_j = tl.load(kept + 3 * hidden_size, mask=tile_ok, other=0.0)
+            cell_raw = tl.load(kept + 4 * hidden_size, mask=tile_ok, other=0.0)
+            tanh_c = _tanh(_clip(cell_raw, cell_clip, HAS_CELL_CLIP))
+            d_c_tile = d_c_ptr + direction * s_dc_k + rows[:, None] * s_dc_n + cells[None, :]
+            d_c = tl.load(d_c_tile, mask=tile_ok, other=0.0) + d_m * gate_o * (1.0 - tanh_c * tanh_c)
+            d_c = d_c * _inside(cell_raw, cell_clip, HAS_CELL_CLIP)
+            kept_before = trace_ptr + direction * s_t_k + before[:, None] * s_t_n + 4 * hidden_size + cells[None, :]
+            c_before = _clip(tl.load(kept_before, mask=tile_ok & has_before, other=0.0), cell_clip, HAS_CELL_CLIP)
+            c_initial = tl.load(c0_ptr + direction * s_c0_k + rows[:, None] * s_c0_n + cells[None, :],
+                                mask=tile_ok & at_first, other=0.0)
+            c_prev = tl.where(has_before, c_before, c_initial)
+            d_i = d_c * gate_j * gate_i * (1.0 - gate_i)
+            d_f = d_c * c_prev * gate_f * (1.0 - gate_f)
+            d_o = d_m * tanh_c * gate_o * (1.0 - gate_o)
+            d_j = d_c * gate_i * (1.0 - gate_j * gate_j)
+            d_gates = d_gates_ptr + direction * s_dg_k + here[:, None] * s_dg_n + cells[None, :]
+            tl.store(d_gates, d_i, mask=tile_ok)
+            tl.store(d_gates + hidden_size, d_f, mask=tile_ok)
+            tl.store(d_gates + 2 * hidden_size, d_o, mask=tile_ok)
+            tl.store(d_gates + 3 * hidden_size, d_j, mask=tile_ok)
+            tl.store(d_c_tile, d_c * gate_f, mask=tile_ok)
+            w_h = w_hidden_ptr + direction * s_w_k + cols[None, :] * s_w_p + cells[:, None]  # W_h^T: (cells, P)
+            w_ok = cell_ok[:, None] & col_ok[None, :]
+            d_h_before += tl.dot(d_i, tl.load(w_h, mask=w_ok, other=0.0), input_precision="ieee")
+            d_h_before += tl.dot(d_f, tl.load(w_h + hidden_size, mask=w_ok, other=0.0), input_precision="ieee")
+            d_h_before += tl.dot(d_o, tl.load(w_h + 2 * hidden_size, mask=w_ok, other=0.0), input_precision="ieee")
+            d_h_before += tl.dot(d_j, tl.load(w_h + 3 * hidden_size, mask=w_ok, other=0.0), input_precision="ieee")
+        before_tile = d_h_ptr + direction * s_dh_k + before[:, None] * s_dh_n + cols[None, :]
+        before_ok = out_ok & has_before
+        tl.store(before_tile, tl.load(before_tile, mask=before_ok, other=0.0) + d_h_before, mask=before_ok)
+        d_h0 = d_h0_ptr + direction * s_d0_k + rows[:, None] * s_d0_n + cols[None, :]
+        tl.store(d_h0, d_h_before, mask=out_ok & at_first)
+        tl.debug_barrier()  # the next (earlier) step reads what this one wrote from other threads

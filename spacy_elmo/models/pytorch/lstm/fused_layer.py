@@ -1,4 +1,4 @@
-"""Prediction on a GPU: a whole layer of the cell in one Triton kernel launch.
+"""A whole layer of the cell in one Triton kernel launch, on a GPU; and its backward in another.
 
 :func:`~.cell.lstm_cell` runs a dozen small kernels per step, and the GPU waits on
 each launch. Here one launch runs every step of a layer, both directions: the
@@ -8,20 +8,30 @@ own rows of a buffer and reads each step's ``h`` back from the rows the step
 before wrote. Only the input product, which has no recurrence, runs before it,
 as one batched matrix product over all steps.
 
+In training, the forward also keeps each row's gates, cell, ``m`` and unclipped
+``h`` (the trace); the backward kernel walks each program's sequences in reverse
+and leaves the gates' gradients, from which every weight gradient is one large
+matrix product over all rows, as in :mod:`.recurrence`.
+
 Products accumulate in fp32 with TF32 off, so the results are the reference's
-within fp32 rounding. Under ``TRITON_INTERPRET=1`` the kernel runs on CPU tensors,
+within fp32 rounding. Under bfloat16 autocast the layer still runs in float32:
+the kernels have no bfloat16 products (Triton's interpreter, which the tests run
+on CPU, cannot compute them). Under ``TRITON_INTERPRET=1`` the kernel runs on CPU tensors,
 which is how the tests check it against the reference cell without a GPU.
 """
 import functools
 import importlib.util
 import os
 from types import ModuleType
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from torch.autograd.function import once_differentiable
+
 from .cell import Clips, LayerWeights, LstmState, PackingPlan
+from .recurrence import gate_weight_grads
 
 #: Tile sizes: sequences a program owns, cells of a gate block, and the reduction's width.
 BLOCK_ROWS, BLOCK_CELLS, BLOCK_REDUCE = 16, 32, 32
@@ -69,41 +79,142 @@ def step_tables(plan: PackingPlan, device: torch.device) -> Tuple[Tensor, Tensor
 def fused_layer(
     inputs: Tensor, plan: PackingPlan, weights: LayerWeights, clips: Clips, state: Optional[LstmState] = None,
 ) -> Tuple[Tensor, LstmState]:
-    """One layer in prediction, as :func:`~.cell.reference_layer` computes it.
+    """One layer, as :func:`~.cell.reference_layer` computes it, in float32 whatever
+    the inputs' dtype or autocast; differentiable (two kernels) where autograd
+    records, one kernel where it does not.
 
     :param inputs: *Shape:* ``(k, n_rows, P)``, packed as `plan` says.
     :param state: ``h`` ``(k, n, P)`` and ``c`` ``(k, n, H)`` per sequence, or ``None`` (zeros).
     :returns: the outputs ``(k, n_rows, P)`` and each sequence's final ``(h, c)``.
     """
+    h0, c0 = state if state is not None else (None, None)
+    tensors = tuple(
+        None if t is None else t.float()
+        for t in (inputs, weights.input, weights.hidden, weights.bias, weights.projection, h0, c0)
+    )
+    with torch.autocast(inputs.device.type, enabled=False):  # float32 under autocast too
+        if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+            outputs, final_h, final_c = _FusedLayer.apply(plan, clips, *tensors)
+            return outputs, (final_h, final_c)
+        outputs, (final_h, final_c), _ = _forward(plan, clips, *tensors, keep_trace=False)
+        return outputs, (final_h, final_c)
+
+
+def _forward(
+    plan: PackingPlan, clips: Clips, inputs: Tensor, w_input: Tensor, w_hidden: Tensor, bias: Tensor,
+    w_proj: Tensor, h0: Optional[Tensor], c0: Optional[Tensor], *, keep_trace: bool,
+) -> Tuple[Tensor, LstmState, Optional[Tensor]]:
+    """The forward kernel: outputs, final state, and (`keep_trace`) the trace ``(k, n_rows, 6H + P)``."""
     k, n_rows, _ = inputs.shape
-    hidden_size, proj_size = weights.hidden.shape[2] // 4, weights.projection.shape[2]
+    hidden_size, proj_size = w_hidden.shape[2] // 4, w_proj.shape[2]
     n_sequences = plan.batch_sizes[0] if plan.batch_sizes else 0
-    w_hidden, w_proj = weights.hidden.contiguous(), weights.projection.contiguous()
-    gate_inputs = torch.baddbmm(weights.bias.unsqueeze(1), inputs, weights.input)
+    w_hidden, w_proj = w_hidden.contiguous(), w_proj.contiguous()
+    gate_inputs = torch.baddbmm(bias.unsqueeze(1), inputs, w_input)
     h = inputs.new_zeros((k, n_sequences + n_rows, proj_size))
     c = inputs.new_zeros((k, n_sequences, hidden_size))
-    if state is not None:
-        h[:, :n_sequences] = state[0]
-        c.copy_(state[1])
-    if n_sequences:
-        batch_sizes, offsets, h_offsets, lengths = step_tables(plan, inputs.device)
-        block_p = max(16, next_power_of_2(proj_size))
-        _kernels().lstm_layer[(k, _cdiv(n_sequences, BLOCK_ROWS))](
-            gate_inputs, w_hidden, w_proj, h, c,
-            batch_sizes, offsets, h_offsets, lengths,
-            hidden_size, proj_size,
-            gate_inputs.stride(0), gate_inputs.stride(1), w_hidden.stride(0), w_hidden.stride(1),
-            w_proj.stride(0), w_proj.stride(1), h.stride(0), h.stride(1), c.stride(0), c.stride(1),
-            clips.cell or 0.0, clips.projection or 0.0,
-            HAS_CELL_CLIP=clips.cell is not None, HAS_PROJ_CLIP=clips.projection is not None,
-            BLOCK_N=BLOCK_ROWS, BLOCK_H=BLOCK_CELLS, BLOCK_K=BLOCK_REDUCE, BLOCK_P=block_p,
-            num_warps=4 if block_p <= 128 else 8,
+    if h0 is not None:
+        h[:, :n_sequences] = h0
+    if c0 is not None:
+        c.copy_(c0)
+    trace = inputs.new_empty((k, n_rows, 6 * hidden_size + proj_size)) if keep_trace else None
+    if not n_sequences:
+        return h[:, n_sequences:], (h[:, :0], c), trace
+    batch_sizes, offsets, h_offsets, lengths = step_tables(plan, inputs.device)
+    block_p = _block_p(proj_size)
+    kept = trace if trace is not None else h  # a stand-in pointer the kernel does not use
+    _kernels().lstm_layer[(k, _cdiv(n_sequences, BLOCK_ROWS))](
+        gate_inputs, w_hidden, w_proj, h, c, kept,
+        batch_sizes, offsets, h_offsets, lengths,
+        hidden_size, proj_size,
+        gate_inputs.stride(0), gate_inputs.stride(1), w_hidden.stride(0), w_hidden.stride(1),
+        w_proj.stride(0), w_proj.stride(1), h.stride(0), h.stride(1), c.stride(0), c.stride(1),
+        kept.stride(0), kept.stride(1),
+        clips.cell or 0.0, clips.projection or 0.0,
+        HAS_CELL_CLIP=clips.cell is not None, HAS_PROJ_CLIP=clips.projection is not None, KEEP_TRACE=keep_trace,
+        BLOCK_N=BLOCK_ROWS, BLOCK_H=BLOCK_CELLS, BLOCK_K=BLOCK_REDUCE, BLOCK_P=block_p,
+        num_warps=_warps(block_p),
+    )
+    final_h = h[:, _last_rows(plan, inputs.device) + n_sequences]
+    return h[:, n_sequences:], (final_h, c), trace
+
+
+class _FusedLayer(torch.autograd.Function):
+    """The fused layer as one autograd node: the forward kernel keeps a trace, the backward kernel reads it."""
+
+    @staticmethod
+    def forward(ctx: Any, plan: PackingPlan, clips: Clips, inputs: Tensor, w_input: Tensor, w_hidden: Tensor,
+                bias: Tensor, w_proj: Tensor, h0: Optional[Tensor], c0: Optional[Tensor]):
+        outputs, (final_h, final_c), trace = _forward(
+            plan, clips, inputs, w_input, w_hidden, bias, w_proj, h0, c0, keep_trace=True
         )
-        last_rows = h_offsets[1:][lengths.long() - 1].long() + torch.arange(n_sequences, device=inputs.device)
-        final_h = h[:, last_rows]
-    else:
-        final_h = h[:, :0]
-    return h[:, n_sequences:], (final_h, c)
+        ctx.plan, ctx.clips = plan, clips
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(inputs, w_input, w_hidden, w_proj, h0, c0, outputs, trace)
+        return outputs, final_h, final_c
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_outputs: Optional[Tensor], grad_final_h: Optional[Tensor],
+                 grad_final_c: Optional[Tensor]):
+        plan: PackingPlan = ctx.plan
+        clips: Clips = ctx.clips
+        inputs, w_input, w_hidden, w_proj, h0, c0, outputs, trace = ctx.saved_tensors
+        k, n_rows, proj_size = inputs.shape
+        hidden_size = w_proj.shape[1]
+        n_sequences = plan.batch_sizes[0] if plan.batch_sizes else 0
+        w_hidden, w_proj = w_hidden.contiguous(), w_proj.contiguous()
+        # Becomes d(the projection's product) as the kernel walks back; each step adds d(h_prev) to the one before.
+        d_h = grad_outputs.clone(memory_format=torch.contiguous_format) if grad_outputs is not None \
+            else torch.zeros_like(inputs)
+        d_c = grad_final_c.clone(memory_format=torch.contiguous_format) if grad_final_c is not None \
+            else inputs.new_zeros((k, n_sequences, hidden_size))
+        d_h0 = inputs.new_zeros((k, n_sequences, proj_size))
+        d_gates = inputs.new_zeros((k, n_rows, 4 * hidden_size))
+        if n_sequences:
+            if grad_final_h is not None:
+                d_h[:, _last_rows(plan, inputs.device)] += grad_final_h
+            batch_sizes, offsets, _, lengths = step_tables(plan, inputs.device)
+            initial_c = c0.contiguous() if c0 is not None else d_c.new_zeros(d_c.shape)
+            block_p = _block_p(proj_size)
+            _kernels().lstm_layer_backward[(k, _cdiv(n_sequences, BLOCK_ROWS))](
+                d_h, d_gates, d_c, d_h0, trace, initial_c, w_hidden, w_proj,
+                batch_sizes, offsets, lengths,
+                hidden_size, proj_size,
+                d_h.stride(0), d_h.stride(1), d_gates.stride(0), d_gates.stride(1), d_c.stride(0), d_c.stride(1),
+                d_h0.stride(0), d_h0.stride(1), trace.stride(0), trace.stride(1),
+                initial_c.stride(0), initial_c.stride(1),
+                w_hidden.stride(0), w_hidden.stride(1), w_proj.stride(0), w_proj.stride(1),
+                clips.cell or 0.0, clips.projection or 0.0,
+                HAS_CELL_CLIP=clips.cell is not None, HAS_PROJ_CLIP=clips.projection is not None,
+                BLOCK_N=BLOCK_ROWS, BLOCK_H=BLOCK_CELLS, BLOCK_P=block_p, num_warps=_warps(block_p),
+            )
+        needs = ctx.needs_input_grad
+        d_inputs = torch.bmm(d_gates, w_input.transpose(1, 2)) if needs[2] else None
+        d_w_input, d_w_hidden, d_bias = (
+            gate_weight_grads(plan.batch_sizes, inputs, outputs, h0, d_gates) if n_sequences
+            else (torch.zeros_like(w_input), torch.zeros_like(w_hidden), w_input.new_zeros((k, 4 * hidden_size)))
+        )
+        m = trace[..., 5 * hidden_size : 6 * hidden_size]
+        d_w_proj = torch.bmm(m.transpose(1, 2), d_h) if needs[6] else None
+        return (
+            None, None, d_inputs,
+            d_w_input if needs[3] else None, d_w_hidden if needs[4] else None, d_bias if needs[5] else None,
+            d_w_proj, d_h0 if needs[7] else None, d_c if needs[8] else None,
+        )
+
+
+def _last_rows(plan: PackingPlan, device: torch.device) -> Tensor:
+    """Each sequence's row at its last step, among the packed rows, *Shape:* ``(n_sequences,)``."""
+    _, offsets, _, lengths = step_tables(plan, device)
+    return offsets[lengths.long() - 1].long() + torch.arange(len(lengths), device=device)
+
+
+def _block_p(proj_size: int) -> int:
+    return max(16, next_power_of_2(proj_size))
+
+
+def _warps(block_p: int) -> int:
+    return 4 if block_p <= 128 else 8
 
 
 def next_power_of_2(n: int) -> int:

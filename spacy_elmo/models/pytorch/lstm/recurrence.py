@@ -314,7 +314,10 @@ def _backward_steps(
     if grads.inputs is not None:
         _matmul(d_gates, w_input.transpose(-1, -2), out=grads.inputs)
     if grads.w_input is not None or grads.w_hidden is not None or grads.bias is not None:
-        _gate_weight_grads(spec, x, trace.hidden, h0, d_gates, grads)
+        parts = gate_weight_grads(spec.batch_sizes, x, trace.hidden, h0, d_gates)
+        for grad, part in zip((grads.w_input, grads.w_hidden, grads.bias), parts):
+            if grad is not None:
+                grad.copy_(part)
     if grads.w_proj is not None:
         _matmul(trace.cell_out.transpose(-1, -2), d_proj, out=grads.w_proj)
     if grads.h0 is not None and d_h0 is not None:
@@ -323,24 +326,25 @@ def _backward_steps(
         grads.c0.zero_().narrow(-2, 0, n_first).copy_(d_carry_c.narrow(-2, 0, n_first))
 
 
-def _gate_weight_grads(
-    spec: RecurrenceSpec, x: Tensor, hidden: Tensor, h0: Optional[Tensor], d_gates: Tensor, grads: _Grads,
-) -> None:
+def gate_weight_grads(
+    batch_sizes: Sequence[int], x: Tensor, hidden: Tensor, h0: Optional[Tensor], d_gates: Tensor,
+) -> Tuple[Tensor, Tensor, Tensor]:
     """The input, recurrent and bias gradients in one pass over `d_gates`:
-    ``[x, h_prev, 1]^T d_gates``, ``h_prev`` zero (or ``h0``) at the first step."""
+    ``[x, h_prev, 1]^T d_gates``, ``h_prev`` zero (or ``h0``) at the first step.
+
+    :param x: the layer's packed inputs, `hidden` its outputs, *Shape:* ``(..., n_rows, P)``.
+    :returns: *Shape:* ``(..., P, 4H)``, ``(..., P, 4H)`` and ``(..., 4H)`` (views of one product).
+    """
     proj_size = x.shape[-1]
-    n_first = spec.batch_sizes[0]
+    n_first = batch_sizes[0]
     rows_in = x.new_empty(x.shape[:-1] + (2 * proj_size + 1,))
     rows_in[..., :proj_size] = x
-    previous = hidden.index_select(-2, _previous_rows(spec.batch_sizes, x.device))
+    previous = hidden.index_select(-2, _previous_rows(batch_sizes, x.device))
     rows_in[..., n_first:, proj_size:-1] = previous
     rows_in[..., :n_first, proj_size:-1] = 0.0 if h0 is None else h0.narrow(-2, 0, n_first)
     rows_in[..., -1] = 1.0
     product = _matmul(rows_in.transpose(-1, -2), d_gates)
-    parts = (product[..., :proj_size, :], product[..., proj_size:-1, :], product[..., -1, :])
-    for grad, part in zip((grads.w_input, grads.w_hidden, grads.bias), parts):
-        if grad is not None:
-            grad.copy_(part)
+    return product[..., :proj_size, :], product[..., proj_size:-1, :], product[..., -1, :]
 
 
 def _steps(packed: Optional[Tensor], batch_sizes: Sequence[int]) -> Sequence[Optional[Tensor]]:

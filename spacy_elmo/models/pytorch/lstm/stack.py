@@ -10,17 +10,19 @@ through one of three paths, all computing :func:`~.cell.lstm_cell`'s arithmetic:
   hand-written backward; what training runs otherwise.
 - ``"prediction"`` (:mod:`.prediction`): the cell's steps with faster products,
   when no gradient is needed.
-- ``"fused"`` (:mod:`.fused_layer`): prediction with a whole layer in one Triton
-  kernel on a GPU.
+- ``"fused"`` (:mod:`.fused_layer`): a whole layer in one Triton kernel on a GPU
+  (and its backward in another).
 
 The rule: training runs the recurrence, or the reference under autocast;
 prediction runs the prediction path, each direction on its own CPU thread where
 torch has two or more threads and a step's weights have at least
 :data:`MIN_STEP_WEIGHTS_FOR_THREADS` elements (below that, handing Python's lock
 between threads at every op costs more than the second core gives). On a CUDA
-device with Triton, prediction in float32 runs whichever of the fused and the
-prediction path is faster for the layer's size and batch (timed at first use,
-:mod:`.tuning`; ``SPACY_ELMO_GPU_LAYER=fused`` or ``prediction`` forces one).
+device with Triton, each layer runs whichever of the fused path (always float32)
+and the rule's path is faster for its size, batch and autocast (timed at first
+use, :mod:`.tuning`: prediction's forward, training's forward and backward);
+``SPACY_ELMO_GPU_LAYER`` (prediction) and ``SPACY_ELMO_GPU_TRAIN_LAYER``
+(training) force one.
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -34,7 +36,7 @@ from .int8_products import check_precision
 from .prediction import FastProducts, prediction_layer
 from .recurrence import lstm_recurrence
 from .threads import run_directions_in_threads
-from .tuning import fastest
+from .tuning import decide, fastest
 
 PATHS = ("auto", "reference", "recurrence", "prediction", "fused")
 #: In prediction, each direction on its own thread from this many weights per step (``P x 4H + H x P``).
@@ -137,9 +139,10 @@ class BiLstmStack(nn.Module):
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         if precision != "fp32":
             check_precision(precision)
-        path = self.choose_path(inputs) if path == "auto" else path
+        by_rule = path == "auto"
+        path = self.choose_path(inputs) if by_rule else path
         masks = self._dropout_masks(inputs)
-        run = self._layer_run(path, plan, inputs, precision)
+        run = self._layer_run(path, plan, inputs, precision, by_rule)
         if path != "prediction" or not self._directions_in_threads(inputs):
             return self._run_layers(run, inputs, initial_state, masks, distinct, slice(0, 2))
 
@@ -154,31 +157,38 @@ class BiLstmStack(nn.Module):
         states = [(torch.cat([fh, bh]), torch.cat([fc, bc])) for (fh, fc), (bh, bc) in zip(forward[1], backward[1])]
         return outputs, states
 
-    def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor, precision: str) -> LayerRun:
-        """The function that runs one layer on `path` (a path of :data:`PATHS`, not "auto")."""
-        if path == "reference":
-            return lambda key, x, weights, state, distinct: reference_layer(x, plan, weights, self.clips, state)
-        if path == "recurrence":
-            in_threads = self._two_cpu_threads(inputs)
-            return lambda key, x, weights, state, distinct: lstm_recurrence(
-                plan, self.clips, x, weights, state, directions_in_threads=in_threads
-            )
+    def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor, precision: str, by_rule: bool) -> LayerRun:
+        """The function that runs one layer on `path` (a path of :data:`PATHS`, not "auto");
+        `by_rule`: the rule chose it, so on a GPU the fused path may run instead."""
         fused: LayerRun = lambda key, x, weights, state, distinct: fused_layer(x, plan, weights, self.clips, state)
         if path == "fused":
-            if not fused_layer_available(inputs.device) or inputs.dtype != torch.float32:
-                raise ValueError("path 'fused' needs Triton and float32 inputs on a CUDA device")
+            if not fused_layer_available(inputs.device):
+                raise ValueError("path 'fused' needs Triton and a CUDA device")
             return fused
-        prediction: LayerRun = lambda key, x, weights, state, distinct: prediction_layer(
-            self._products, key, x, plan, weights, self.clips, state, distinct, precision
-        )
-        if not (gpu_layer_choice(inputs) and precision == "fp32"):
-            return prediction
+        if path == "reference":
+            other: LayerRun = lambda key, x, weights, state, distinct: reference_layer(
+                x, plan, weights, self.clips, state
+            )
+        elif path == "recurrence":
+            in_threads = self._two_cpu_threads(inputs)
+            other = lambda key, x, weights, state, distinct: lstm_recurrence(
+                plan, self.clips, x, weights, state, directions_in_threads=in_threads
+            )
+        else:
+            other = lambda key, x, weights, state, distinct: prediction_layer(
+                self._products, key, x, plan, weights, self.clips, state, distinct, precision
+            )
+        if not (by_rule and gpu_layer_choice(inputs) and precision == "fp32"):
+            return other
+        autocast = torch.get_autocast_dtype(inputs.device.type) if torch.is_autocast_enabled(inputs.device.type) else None
+        if path != "prediction":
+            return _faster_in_training(plan, fused, path, other, autocast)
 
         def faster(key, x, weights, state, distinct):
-            size = (tuple(weights.hidden.shape), next_power_of_2(plan.batch_sizes[0] if plan.batch_sizes else 0))
+            size = (tuple(weights.hidden.shape), _batch_bucket(plan), autocast)
             return fastest("gpu_layer", size, {
                 "fused": lambda: fused(key, x, weights, state, distinct),
-                "prediction": lambda: prediction(key, x, weights, state, distinct),
+                "prediction": lambda: other(key, x, weights, state, distinct),
             })
 
         return faster
@@ -232,7 +242,35 @@ class BiLstmStack(nn.Module):
         return inputs.device.type == "cpu" and torch.get_num_threads() >= 2
 
 
+def _faster_in_training(
+    plan: PackingPlan, fused: LayerRun, name: str, other: LayerRun, autocast: Optional[torch.dtype]
+) -> LayerRun:
+    """A layer run by whichever of `fused` and `other` (path `name`) is faster for the
+    layer's size and batch, timed at first use on a forward and a backward of detached copies."""
+
+    def run(key, x, weights, state, distinct):
+        def forward_and_backward(layer_run: LayerRun) -> Callable[[], None]:
+            def trial() -> None:
+                leaves = [t.detach().requires_grad_() for t in (x, weights.input, weights.hidden, weights.bias,
+                                                                 weights.projection)]
+                outputs, _ = layer_run(key, leaves[0], LayerWeights(*leaves[1:]), None, None)
+                outputs.backward(torch.ones_like(outputs))
+
+            return trial
+
+        runs = {"fused": fused, name: other}
+        trials = {candidate: forward_and_backward(layer_run) for candidate, layer_run in runs.items()}
+        size = (tuple(weights.hidden.shape), _batch_bucket(plan), autocast)
+        return runs[decide("gpu_train_layer", size, trials)](key, x, weights, state, distinct)
+
+    return run
+
+
+def _batch_bucket(plan: PackingPlan) -> int:
+    """The batch size's next power of 2: a timed choice is kept per bucket."""
+    return next_power_of_2(plan.batch_sizes[0] if plan.batch_sizes else 0)
+
+
 def gpu_layer_choice(inputs: Tensor) -> bool:
-    """Whether prediction chooses between the fused and the prediction path (a CUDA
-    device, float32 inputs, Triton installed)."""
-    return inputs.device.type == "cuda" and inputs.dtype == torch.float32 and fused_layer_available(inputs.device)
+    """Whether a layer chooses between the fused path and the rule's other (a CUDA device, Triton installed)."""
+    return inputs.device.type == "cuda" and fused_layer_available(inputs.device)

@@ -9,6 +9,8 @@ import os
 import time
 from typing import Callable, Dict, Hashable, Mapping, Optional, Tuple, TypeVar
 
+import torch
+
 from ....errors import SettingsError
 
 T = TypeVar("T")
@@ -22,22 +24,40 @@ def fastest(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]
     :param choice: what is chosen, e.g. ``"int8_kernel"``; names the variable that forces it.
     :param candidates: name -> a call computing the same result in another way.
     """
-    forced = forced_choice(choice, candidates)
-    if forced is not None:
-        return candidates[forced]()
-    decided = _decisions.get((choice, key))
+    decided = forced_choice(choice, candidates) or _decisions.get((choice, key))
     if decided is not None:
         return candidates[decided]()
-    timings: Dict[str, float] = {}
     results: Dict[str, T] = {}
-    for _ in range(2):  # the first round pays for caches and packing
+    return results[_time(choice, key, candidates, results)]
+
+
+def decide(choice: str, key: Hashable, trials: Mapping[str, Callable[[], object]]) -> str:
+    """The name of the fastest of `trials` for `key` (timed at its first use), for a
+    choice whose timed work is not its result (training times a forward and a backward)."""
+    decided = forced_choice(choice, trials) or _decisions.get((choice, key))
+    return decided if decided is not None else _time(choice, key, trials, {})
+
+
+def _time(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]], results: Dict[str, T]) -> str:
+    """Run every candidate twice (the first round pays for caches and packing); keep the fastest's name."""
+    timings: Dict[str, float] = {}
+    for _ in range(2):
         for name, run in candidates.items():
+            _synchronize()
             start = time.perf_counter()
             results[name] = run()
+            _synchronize()
             timings[name] = time.perf_counter() - start
     best = min(timings, key=timings.__getitem__)
     _decisions[(choice, key)] = best
-    return results[best]
+    return best
+
+
+def _synchronize() -> None:
+    """Wait for queued GPU work: a GPU path's call returns before its kernels finish."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
 
 def forced_choice(choice: str, candidates: Mapping[str, object]) -> Optional[str]:
     """The candidate ``SPACY_ELMO_<CHOICE>`` names, or ``None`` when it is unset or "auto"."""

@@ -87,7 +87,7 @@ def test_the_path_is_refused_where_it_cannot_run(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     stack = _stack()
     plan = PackingPlan.from_sorted_lengths([2])
-    with pytest.raises(ValueError, match="path 'fused' needs Triton and float32 inputs on a CUDA device"):
+    with pytest.raises(ValueError, match="path 'fused' needs Triton and a CUDA device"):
         with torch.no_grad():
             stack(torch.randn(2, 2, 20), plan, path="fused")
 
@@ -149,4 +149,130 @@ def test_prediction_on_a_gpu_times_the_fused_layer_against_the_step_path(monkeyp
         assert ran and {name for (choice, _), name in tuning._decisions.items() if choice == "gpu_layer"}
     else:
         assert bool(ran) == (forced == "fused")
+    tuning.forget_decisions()
+
+
+def _gradients(layer, inputs, plan, stack, state):
+    """The layer's outputs, final state, and the gradients of a random projection of all
+    three with respect to the inputs, the initial state and every weight."""
+    leaves = [inputs, *(state or ())]
+    for tensor in leaves:
+        tensor.grad = None
+    stack.zero_grad(set_to_none=True)
+    outputs, (h, c) = layer(inputs, plan, stack.layer_weights(0), stack.clips, state)
+    generator = torch.Generator().manual_seed(5)
+    loss = sum((t * torch.randn(t.shape, generator=generator)).sum() for t in (outputs, h, c))
+    loss.backward()
+    return [outputs, h, c, *(t.grad for t in leaves), *(p.grad for p in stack.parameters())]
+
+
+@needs_interpreter
+@pytest.mark.parametrize("clips", [(0.5, 0.4), (None, None)])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_fused_layer_gradients_match_the_reference(clips, with_state):
+    """Training through the two kernels (the forward keeping its trace, the backward
+    walking it in reverse): the loss's gradients are the reference's to 1e-5."""
+    stack = _stack(cell_clip=clips[0], proj_clip=clips[1]).train()
+    plan = PackingPlan.from_sorted_lengths([7, 5, 5, 3, 1])
+    torch.manual_seed(1)
+    inputs = (torch.randn(2, plan.n_rows, 20) * 2).requires_grad_()
+    state = (torch.randn(2, 5, 20).requires_grad_(), torch.randn(2, 5, 40).requires_grad_()) if with_state else None
+    got = _gradients(fused_layer.fused_layer, inputs, plan, stack, state)
+    want = _gradients(reference_layer, inputs, plan, stack, state)
+    assert len(got) == len(want) == (10 if with_state else 8)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    if clips[0] is not None:  # both clips bite, so their masks are exercised
+        assert (got[0].abs() == 0.4).any() and (got[2].abs() == 0.5).any()
+
+
+@needs_interpreter
+def test_fused_gradients_with_several_programs_and_sequences_ending_at_every_step():
+    stack = _stack(hidden=24, proj=16).train()
+    lengths = sorted((1 + (7 * i) % 11 for i in range(37)), reverse=True)
+    plan = PackingPlan.from_sorted_lengths(lengths)
+    torch.manual_seed(2)
+    inputs = torch.randn(2, plan.n_rows, 16).requires_grad_()
+    got = _gradients(fused_layer.fused_layer, inputs, plan, stack, None)
+    want = _gradients(reference_layer, inputs, plan, stack, None)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@needs_interpreter
+@pytest.mark.parametrize("forced", ["auto", "fused", "recurrence"])
+def test_training_on_a_gpu_times_the_fused_layer_against_the_recurrence(monkeypatch, forced):
+    """Where the rule applies (the interpreter stands in for a CUDA device), training runs
+    the faster of the two (forward and backward timed once per layer size and batch
+    bucket), or the one SPACY_ELMO_GPU_TRAIN_LAYER forces; the gradients are the reference's."""
+    from spacy_elmo.models.pytorch.lstm import stack as stack_module, tuning
+
+    monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
+    monkeypatch.setenv("SPACY_ELMO_GPU_TRAIN_LAYER", forced)
+    ran = []
+    monkeypatch.setattr(stack_module, "fused_layer", lambda *a, **k: ran.append("fused") or fused_layer.fused_layer(*a, **k))
+    tuning.forget_decisions()
+    options = dataclasses.replace(NAMED_SIZES["tiny"], lstm_dim=24, projection_dim=16, n_layers=2)
+    torch.manual_seed(4)
+    stack = BiLstmStack(options).train()
+    plan = PackingPlan.from_sorted_lengths([5, 3, 1])
+    inputs = torch.randn(2, plan.n_rows, 16)
+
+    def gradients(path):
+        stack.zero_grad(set_to_none=True)
+        outputs, _ = stack(inputs, plan, path=path)
+        sum((t * t).sum() for t in outputs).backward()
+        return [*outputs, *(p.grad for p in stack.parameters())]
+
+    got = gradients("auto")
+    want = gradients("reference")
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    if forced == "auto":
+        assert ran and {name for (choice, _), name in tuning._decisions.items() if choice == "gpu_train_layer"}
+    else:
+        assert bool(ran) == (forced == "fused")
+    tuning.forget_decisions()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_fused_training_on_cuda_matches_the_reference():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    stack = _stack().cuda().train()
+    plan = PackingPlan.from_sorted_lengths(sorted([30, 22, 9, 9, 1] * 20, reverse=True))
+    inputs = torch.randn(2, plan.n_rows, 20, device="cuda")
+
+    def gradients(path):
+        stack.zero_grad(set_to_none=True)
+        outputs, _ = stack(inputs, plan, path=path)
+        (outputs[0] * outputs[0]).sum().backward()
+        return [outputs[0], *(p.grad for p in stack.parameters())]
+
+    for a, b in zip(gradients("fused"), gradients("reference")):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@needs_interpreter
+def test_under_autocast_the_fused_layer_trains_in_float32(monkeypatch):
+    """Under bfloat16 autocast the rule's path is the reference; on a GPU (the interpreter
+    stands in) the fused layer may run instead, and it computes in float32."""
+    from spacy_elmo.models.pytorch.lstm import stack as stack_module, tuning
+
+    monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
+    monkeypatch.setenv("SPACY_ELMO_GPU_TRAIN_LAYER", "fused")
+    stack = _stack(hidden=24, proj=16).train()
+    plan = PackingPlan.from_sorted_lengths([4, 2])
+    inputs = torch.randn(2, plan.n_rows, 16)
+
+    def gradients(path, autocast):
+        stack.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            outputs, _ = stack(inputs, plan, path=path)
+        outputs[0].float().square().sum().backward()
+        return [outputs[0], *(p.grad for p in stack.parameters())]
+
+    got = gradients("auto", autocast=True)
+    assert got[0].dtype == torch.float32
+    for a, b in zip(got, gradients("reference", autocast=False)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     tuning.forget_decisions()
