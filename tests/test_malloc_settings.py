@@ -30,6 +30,7 @@ def page_faults(mode: str) -> int:
     return int(result.stdout.split()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_freed_blocks_are_reused_without_page_faults():
     pages_per_block = 64 * 2**20 // 4096

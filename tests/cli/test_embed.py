@@ -152,6 +152,7 @@ def test_model_directory_and_explicit_options(
             numpy.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_cli_as_subprocess(tmp_path, weights_file, reference):
     input_path = write_lines(tmp_path / "in.txt", SENTENCES[:2])
     output_path = tmp_path / "out.hdf5"
@@ -483,6 +484,7 @@ def test_stale_temp_files_of_the_output_are_removed(tmp_path, capsys, monkeypatc
     assert other.exists()
 
 
+@pytest.mark.slow
 def test_sigterm_removes_the_temp_file_and_publishes_nothing(tmp_path, weights_file):
     import signal
     import time

@@ -26,6 +26,7 @@ def run_inspect(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
     return run_cli(capsys, monkeypatch, "inspect", *args)
 
 
+@pytest.mark.slow
 def test_prints_weights_and_gamma_per_component(trained_dir, capsys, monkeypatch):
     code, out, _ = run_inspect(capsys, monkeypatch, trained_dir)
     assert code == 0

@@ -151,6 +151,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path, tiny_text):
     assert not list(output_dir.glob(".*.tmp"))  # a write cut short by the kill is cleaned up on resume
 
 
+@pytest.mark.slow
 def test_sigterm_stops_like_ctrl_c_and_leaves_no_temp_files(tmp_path, tiny_text):
     output_dir = tmp_path / "out"
     args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=100_000, checkpoint_every=5)
@@ -250,6 +251,7 @@ def test_resume_auto_moves_another_run_aside_and_keeps_older_ones(tmp_path, tiny
     assert load_config(output_dir / "config.cfg").optimizer.learn_rate == 0.5
 
 
+@pytest.mark.slow
 def test_resume_auto_leaves_a_directory_in_use_alone(tmp_path, tiny_text, capsys, monkeypatch):
     """Another run writes there: nothing is moved or written, one line names that process."""
     output_dir = tmp_path / "out"

@@ -217,6 +217,7 @@ print("same docs")
 """
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_same_docs_without_warnings(allennlp_model_dir):
     # In its own process: pytest records a forked worker's warnings instead of printing them.
     root = Path(__file__).resolve().parents[2]

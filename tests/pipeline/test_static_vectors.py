@@ -63,6 +63,7 @@ def test_no_vectors_means_the_languages_shipped_ones_and_other_languages_are_tol
         loader(vectors=None, lang="fr")
 
 
+@pytest.mark.slow
 def test_the_vectors_configs_initialize_with_the_shipped_vectors_or_a_given_directory(tmp_path):
     from spacy.util import load_config, load_model_from_config
 

@@ -213,6 +213,7 @@ def test_init_from_a_published_model(tmp_path, allennlp_model_dir, tiny_text):
     assert (tmp_path / "out" / "vocab.txt").read_text().startswith("<S>\n</S>\n<UNK>\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_every", [1, 3])
 def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, monkeypatch, log_every):
     settings = dict(

@@ -122,6 +122,7 @@ def test_the_portuguese_vars_point_the_ud_workflow_at_portuguese_data(project_di
     assert result.returncode == 0, output_of(result)
 
 
+@pytest.mark.slow
 def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
     (project_dir / "assets" / "raw_text" / "sample_public_domain.txt").unlink()
     result = project_run(project_dir, "from-scratch", {}, timeout=120)
@@ -133,6 +134,7 @@ def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
     assert not (project_dir / "corpus" / "sample" / "ud" / "train.spacy").exists()  # stopped before converting
 
 
+@pytest.mark.slow
 def test_missing_full_data_says_what_to_fetch_and_which_var_to_set(project_dir: Path, tmp_path: Path):
     empty = tmp_path / "no_data_here"
     empty.mkdir()
@@ -147,6 +149,7 @@ def test_missing_full_data_says_what_to_fetch_and_which_var_to_set(project_dir: 
     assert not (project_dir / "corpus" / "full").exists()  # stopped before converting
 
 
+@pytest.mark.slow
 def test_full_inputs_are_found_in_a_local_data_dir(project_dir: Path, data_dir: Path):
     result = project_run(project_dir, "check-inputs", {"data_dir": data_dir}, timeout=120, env=full_data_env(project_dir))
     assert result.returncode == 0, output_of(result)

@@ -191,6 +191,7 @@ def test_missing_input_explanation_names_the_asset_source_and_the_vars():
     assert "vars.ud_train in WEASEL_CONFIG_OVERRIDES (e.g. a copy of configs/full.vars) or --vars.data_dir" in text
 
 
+@pytest.mark.slow
 def test_train_vectors_writes_floret_vectors_that_spacy_loads(tmp_path: Path):
     import subprocess
     import sys

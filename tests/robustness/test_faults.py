@@ -50,6 +50,7 @@ def _one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_during_embed_is_one_line_and_keeps_the_previous_output(workspace):
     previous = _text_and_previous_output(workspace, "the quick brown fox jumps over the lazy dog\n", 3000)
     done = subprocess.run(
@@ -83,6 +84,7 @@ def test_space_running_out_while_embedding_is_one_line_and_keeps_the_previous_ou
     assert not list(workspace.glob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_at_a_checkpoint_keeps_the_previous_checkpoint(workspace, finished_run):
     run = workspace / "out"
     shutil.copytree(finished_run, run)
@@ -100,6 +102,7 @@ def test_a_file_size_limit_at_a_checkpoint_keeps_the_previous_checkpoint(workspa
     assert not list(run.glob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_sigkill_while_embedding_keeps_the_previous_output(workspace):
     previous = _text_and_previous_output(workspace, "the cat sat on the mat\n", 100_000)
     process = subprocess.Popen(
@@ -134,6 +137,7 @@ def _training_config(workspace: Path, allennlp_model_dir: Path) -> Path:
     return workspace / "train.cfg"
 
 
+@pytest.mark.slow
 def test_sigkill_of_spacy_train_mid_epoch_keeps_the_last_saved_pipeline(workspace, allennlp_model_dir):
     """spaCy saves model-last and model-best at each evaluation (step 0 included); a kill
     between evaluations leaves those saves as they were, loadable."""
@@ -163,6 +167,7 @@ def test_sigkill_of_spacy_train_mid_epoch_keeps_the_last_saved_pipeline(workspac
         assert nlp("The bank of the river .")._.elmo is not None
 
 
+@pytest.mark.slow
 def test_a_run_keeps_the_files_it_did_not_write_in_its_output_directory(workspace, reference_dir, dead_pid):
     """Only its own outputs' temporary files of dead processes are a run's to remove."""
     from ..cli.test_pretrain import FAST

@@ -251,6 +251,7 @@ def test_pretrain_on_a_tampered_run_refuses_and_changes_nothing(
     run_probe(probe, workspace, capsys, monkeypatch)
 
 
+@pytest.mark.slow
 def test_a_one_token_line_of_megabytes_is_cut_before_the_stream(workspace, capsys, monkeypatch):
     """Issue 51: a 50 MB token took 8.1 GB and a 2.55 GB checkpoint (every pass over the token cache
     added a copy to the shuffle buffer). Cut to what the character encoder reads, it leaves no copy in

@@ -37,6 +37,7 @@ def test_planned_steps_leave_time_for_set_up_pauses_and_the_finish():
         pretrain_in_time.plan_steps(100, 10, 100_000, 10_000)
 
 
+@pytest.mark.slow
 def test_a_planned_run_follows_its_plan(tmp_path: Path, setup, monkeypatch):
     config, overrides = setup
     monkeypatch.setattr(pretrain_in_time, "plan_steps", lambda *args: 50)
@@ -56,6 +57,7 @@ def test_a_planned_run_follows_its_plan(tmp_path: Path, setup, monkeypatch):
         )
 
 
+@pytest.mark.slow
 def test_the_deadline_stops_the_run_and_its_last_checkpoint_is_exported(tmp_path: Path, setup, monkeypatch):
     config, overrides = setup
     monkeypatch.setattr(pretrain_in_time, "N_EVALUATIONS", 4_000)  # a checkpoint every 25 steps
