@@ -37,9 +37,9 @@ def lstm_layer(
     backward needs: the gates ``i, f, o, j`` after their nonlinearity, the cell
     before its clip, ``m``, and ``h`` before its clip.
     """
-    direction = tl.program_id(0)
+    direction = tl.program_id(0).to(tl.int64)  # 64-bit addresses: a row times its stride may pass 2**31
     first = tl.program_id(1) * BLOCK_N
-    rows = first + tl.arange(0, BLOCK_N)
+    rows = (first + tl.arange(0, BLOCK_N)).to(tl.int64)
     cols = tl.arange(0, BLOCK_P)
     col_ok = cols < proj_size
     n_steps = tl.load(lengths_ptr + first)  # rows are sorted by length: the first is the longest
@@ -130,9 +130,9 @@ def lstm_layer_backward(
     gates' gradients (written to ``d_gates``), the cell carry ``d_c f``, and
     ``d_gates W_h^T`` summed into the previous step's ``d_h`` (``d_h0`` at the first step).
     """
-    direction = tl.program_id(0)
+    direction = tl.program_id(0).to(tl.int64)  # 64-bit addresses: a row times its stride may pass 2**31
     first = tl.program_id(1) * BLOCK_N
-    rows = first + tl.arange(0, BLOCK_N)
+    rows = (first + tl.arange(0, BLOCK_N)).to(tl.int64)
     cols = tl.arange(0, BLOCK_P)
     col_ok = cols < proj_size
     n_steps = tl.load(lengths_ptr + first)

@@ -13,7 +13,8 @@ In training, the forward also keeps each row's gates, cell, ``m`` and unclipped
 and leaves the gates' gradients, from which every weight gradient is one large
 matrix product over all rows, as in :mod:`.recurrence`.
 
-Products accumulate in fp32 with TF32 off, so the results are the reference's
+The kernels' products are IEEE fp32, so with TF32 off (for the input product
+and the weight gradients, which torch computes) the results are the reference's
 within fp32 rounding. Under bfloat16 autocast the layer still runs in float32:
 the kernels have no bfloat16 products (Triton's interpreter, which the tests run
 on CPU, cannot compute them). Under ``TRITON_INTERPRET=1`` the kernel runs on CPU tensors,
@@ -150,7 +151,7 @@ class _FusedLayer(torch.autograd.Function):
         ctx.plan, ctx.clips = plan, clips
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(inputs, w_input, w_hidden, w_proj, h0, c0, outputs, trace)
-        return outputs, final_h, final_c
+        return outputs.clone(), final_h, final_c  # not a view of the kernel's buffer: callers may change it in place
 
     @staticmethod
     @once_differentiable
@@ -187,13 +188,16 @@ class _FusedLayer(torch.autograd.Function):
                 clips.cell or 0.0, clips.projection or 0.0,
                 HAS_CELL_CLIP=clips.cell is not None, HAS_PROJ_CLIP=clips.projection is not None,
                 BLOCK_N=BLOCK_ROWS, BLOCK_H=BLOCK_CELLS, BLOCK_P=block_p, num_warps=_warps(block_p),
+                num_stages=1,  # its five weight tiles per block, double-buffered, pass the shared memory at P >= 256
             )
         needs = ctx.needs_input_grad
         d_inputs = torch.bmm(d_gates, w_input.transpose(1, 2)) if needs[2] else None
-        d_w_input, d_w_hidden, d_bias = (
-            gate_weight_grads(plan.batch_sizes, inputs, outputs, h0, d_gates) if n_sequences
-            else (torch.zeros_like(w_input), torch.zeros_like(w_hidden), w_input.new_zeros((k, 4 * hidden_size)))
-        )
+        d_w_input = d_w_hidden = d_bias = None
+        if any(needs[3:6]):
+            d_w_input, d_w_hidden, d_bias = (
+                gate_weight_grads(plan.batch_sizes, inputs, outputs, h0, d_gates) if n_sequences
+                else (torch.zeros_like(w_input), torch.zeros_like(w_hidden), w_input.new_zeros((k, 4 * hidden_size)))
+            )
         m = trace[..., 5 * hidden_size : 6 * hidden_size]
         d_w_proj = torch.bmm(m.transpose(1, 2), d_h) if needs[6] else None
         return (

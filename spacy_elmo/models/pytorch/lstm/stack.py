@@ -18,11 +18,11 @@ prediction runs the prediction path, each direction on its own CPU thread where
 torch has two or more threads and a step's weights have at least
 :data:`MIN_STEP_WEIGHTS_FOR_THREADS` elements (below that, handing Python's lock
 between threads at every op costs more than the second core gives). On a CUDA
-device with Triton, each layer runs whichever of the fused path (always float32)
-and the rule's path is faster for its size, batch and autocast (timed at first
-use, :mod:`.tuning`: prediction's forward, training's forward and backward);
-``SPACY_ELMO_GPU_LAYER`` (prediction) and ``SPACY_ELMO_GPU_TRAIN_LAYER``
-(training) force one.
+device with Triton, training runs the fused path (float32, under bf16 autocast
+too; ``SPACY_ELMO_GPU_TRAIN_LAYER=steps`` keeps the rule's path), and
+prediction in float32 runs whichever of the fused and the prediction path is
+faster for the layer's size and batch (timed at first use, :mod:`.tuning`;
+``SPACY_ELMO_GPU_LAYER=fused`` or ``prediction`` forces one).
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -36,7 +36,7 @@ from .int8_products import check_precision
 from .prediction import FastProducts, prediction_layer
 from .recurrence import lstm_recurrence
 from .threads import run_directions_in_threads
-from .tuning import decide, fastest
+from .tuning import fastest, forced_choice
 
 PATHS = ("auto", "reference", "recurrence", "prediction", "fused")
 #: In prediction, each direction on its own thread from this many weights per step (``P x 4H + H x P``).
@@ -180,12 +180,15 @@ class BiLstmStack(nn.Module):
             )
         if not (by_rule and gpu_layer_choice(inputs) and precision == "fp32"):
             return other
-        autocast = torch.get_autocast_dtype(inputs.device.type) if torch.is_autocast_enabled(inputs.device.type) else None
         if path != "prediction":
-            return _faster_in_training(plan, fused, path, other, autocast)
+            # Training takes the fused path by rule, not by timing: a resumed run must
+            # compute as the uninterrupted one did.
+            return other if forced_choice("gpu_train_layer", {"fused": None, "steps": None}) == "steps" else fused
+        if torch.is_autocast_enabled(inputs.device.type) or inputs.dtype != torch.float32:
+            return other  # the fused layer's float32 outputs would change the dtype with the timing
 
         def faster(key, x, weights, state, distinct):
-            size = (tuple(weights.hidden.shape), _batch_bucket(plan), autocast)
+            size = (tuple(weights.hidden.shape), next_power_of_2(plan.batch_sizes[0] if plan.batch_sizes else 0))
             return fastest("gpu_layer", size, {
                 "fused": lambda: fused(key, x, weights, state, distinct),
                 "prediction": lambda: other(key, x, weights, state, distinct),
@@ -242,35 +245,6 @@ class BiLstmStack(nn.Module):
         return inputs.device.type == "cpu" and torch.get_num_threads() >= 2
 
 
-def _faster_in_training(
-    plan: PackingPlan, fused: LayerRun, name: str, other: LayerRun, autocast: Optional[torch.dtype]
-) -> LayerRun:
-    """A layer run by whichever of `fused` and `other` (path `name`) is faster for the
-    layer's size and batch, timed at first use on a forward and a backward of detached copies."""
-
-    def run(key, x, weights, state, distinct):
-        def forward_and_backward(layer_run: LayerRun) -> Callable[[], None]:
-            def trial() -> None:
-                leaves = [t.detach().requires_grad_() for t in (x, weights.input, weights.hidden, weights.bias,
-                                                                 weights.projection)]
-                outputs, _ = layer_run(key, leaves[0], LayerWeights(*leaves[1:]), None, None)
-                outputs.backward(torch.ones_like(outputs))
-
-            return trial
-
-        runs = {"fused": fused, name: other}
-        trials = {candidate: forward_and_backward(layer_run) for candidate, layer_run in runs.items()}
-        size = (tuple(weights.hidden.shape), _batch_bucket(plan), autocast)
-        return runs[decide("gpu_train_layer", size, trials)](key, x, weights, state, distinct)
-
-    return run
-
-
-def _batch_bucket(plan: PackingPlan) -> int:
-    """The batch size's next power of 2: a timed choice is kept per bucket."""
-    return next_power_of_2(plan.batch_sizes[0] if plan.batch_sizes else 0)
-
-
 def gpu_layer_choice(inputs: Tensor) -> bool:
-    """Whether a layer chooses between the fused path and the rule's other (a CUDA device, Triton installed)."""
+    """Whether the fused path may replace the rule's path (a CUDA device, Triton installed)."""
     return inputs.device.type == "cuda" and fused_layer_available(inputs.device)

@@ -31,13 +31,6 @@ def fastest(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]
     return results[_time(choice, key, candidates, results)]
 
 
-def decide(choice: str, key: Hashable, trials: Mapping[str, Callable[[], object]]) -> str:
-    """The name of the fastest of `trials` for `key` (timed at its first use), for a
-    choice whose timed work is not its result (training times a forward and a backward)."""
-    decided = forced_choice(choice, trials) or _decisions.get((choice, key))
-    return decided if decided is not None else _time(choice, key, trials, {})
-
-
 def _time(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]], results: Dict[str, T]) -> str:
     """Run every candidate twice (the first round pays for caches and packing); keep the fastest's name."""
     timings: Dict[str, float] = {}

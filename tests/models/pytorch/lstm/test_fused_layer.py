@@ -200,18 +200,17 @@ def test_fused_gradients_with_several_programs_and_sequences_ending_at_every_ste
 
 
 @needs_interpreter
-@pytest.mark.parametrize("forced", ["auto", "fused", "recurrence"])
-def test_training_on_a_gpu_times_the_fused_layer_against_the_recurrence(monkeypatch, forced):
+@pytest.mark.parametrize("forced", ["auto", "fused", "steps"])
+def test_training_on_a_gpu_takes_the_fused_layer_unless_told_steps(monkeypatch, forced):
     """Where the rule applies (the interpreter stands in for a CUDA device), training runs
-    the faster of the two (forward and backward timed once per layer size and batch
-    bucket), or the one SPACY_ELMO_GPU_TRAIN_LAYER forces; the gradients are the reference's."""
-    from spacy_elmo.models.pytorch.lstm import stack as stack_module, tuning
+    the fused layer, by rule and not by timing (a resumed run computes as the uninterrupted
+    one did), unless SPACY_ELMO_GPU_TRAIN_LAYER=steps; the gradients are the reference's."""
+    from spacy_elmo.models.pytorch.lstm import stack as stack_module
 
     monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
     monkeypatch.setenv("SPACY_ELMO_GPU_TRAIN_LAYER", forced)
     ran = []
     monkeypatch.setattr(stack_module, "fused_layer", lambda *a, **k: ran.append("fused") or fused_layer.fused_layer(*a, **k))
-    tuning.forget_decisions()
     options = dataclasses.replace(NAMED_SIZES["tiny"], lstm_dim=24, projection_dim=16, n_layers=2)
     torch.manual_seed(4)
     stack = BiLstmStack(options).train()
@@ -225,14 +224,12 @@ def test_training_on_a_gpu_times_the_fused_layer_against_the_recurrence(monkeypa
         return [*outputs, *(p.grad for p in stack.parameters())]
 
     got = gradients("auto")
+    assert len(ran) == (0 if forced == "steps" else 2)  # one per layer
+    ran.clear()
     want = gradients("reference")
+    assert not ran  # a path the caller names is that path
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-    if forced == "auto":
-        assert ran and {name for (choice, _), name in tuning._decisions.items() if choice == "gpu_train_layer"}
-    else:
-        assert bool(ran) == (forced == "fused")
-    tuning.forget_decisions()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -254,12 +251,13 @@ def test_fused_training_on_cuda_matches_the_reference():
 
 @needs_interpreter
 def test_under_autocast_the_fused_layer_trains_in_float32(monkeypatch):
-    """Under bfloat16 autocast the rule's path is the reference; on a GPU (the interpreter
-    stands in) the fused layer may run instead, and it computes in float32."""
-    from spacy_elmo.models.pytorch.lstm import stack as stack_module, tuning
+    """Under bfloat16 autocast training's path is the reference; on a GPU (the interpreter
+    stands in) the fused layer runs instead, and it computes in float32."""
+    from spacy_elmo.models.pytorch.lstm import stack as stack_module
 
     monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
-    monkeypatch.setenv("SPACY_ELMO_GPU_TRAIN_LAYER", "fused")
+    ran = []
+    monkeypatch.setattr(stack_module, "fused_layer", lambda *a, **k: ran.append("fused") or fused_layer.fused_layer(*a, **k))
     stack = _stack(hidden=24, proj=16).train()
     plan = PackingPlan.from_sorted_lengths([4, 2])
     inputs = torch.randn(2, plan.n_rows, 16)
@@ -272,7 +270,37 @@ def test_under_autocast_the_fused_layer_trains_in_float32(monkeypatch):
         return [outputs[0], *(p.grad for p in stack.parameters())]
 
     got = gradients("auto", autocast=True)
-    assert got[0].dtype == torch.float32
+    assert ran and got[0].dtype == torch.float32
     for a, b in zip(got, gradients("reference", autocast=False)):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-    tuning.forget_decisions()
+    ran.clear()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        stack.eval()(inputs, plan)
+    assert not ran  # prediction under autocast keeps its own path (and its outputs' dtype)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_fused_training_on_cuda_at_the_original_projection_width():
+    """512 projections (the original ELMo's): the widest tiles, 8 warps, the most shared memory."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    stack = _stack(hidden=256, proj=512).cuda().train()
+    plan = PackingPlan.from_sorted_lengths(sorted([25, 14, 3] * 12, reverse=True))
+    inputs = torch.randn(2, plan.n_rows, 512, device="cuda")
+
+    def gradients(path):
+        stack.zero_grad(set_to_none=True)
+        outputs, _ = stack(inputs, plan, path=path)
+        outputs[0].square().mean().backward()
+        return [outputs[0], *(p.grad for p in stack.parameters())]
+
+    for a, b in zip(gradients("fused"), gradients("reference")):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@needs_interpreter
+def test_the_fused_layer_s_outputs_may_be_changed_in_place():
+    stack = _stack(hidden=24, proj=16).train()
+    plan = PackingPlan.from_sorted_lengths([3, 2])
+    outputs, _ = fused_layer.fused_layer(torch.randn(2, plan.n_rows, 16), plan, stack.layer_weights(0), stack.clips)
+    outputs.mul_(2.0).sum().backward()
+    assert stack.hidden_weights[0].grad is not None

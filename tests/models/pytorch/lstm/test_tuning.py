@@ -53,13 +53,3 @@ def test_an_unknown_forced_candidate_is_one_line(monkeypatch):
     with pytest.raises(SettingsError, match="SPACY_ELMO_KERNEL='fastest': choose one of 'auto', 'slow', 'quick'"):
         tuning.fastest("kernel", "key", _candidates([]))
 
-
-def test_decide_times_trials_once_and_names_the_fastest(monkeypatch):
-    """For choices whose timed work is not the result (training: a forward and a backward)."""
-    calls = []
-    assert tuning.decide("kernel", "key", _candidates(calls)) == "quick"
-    assert sorted(calls) == ["quick", "quick", "slow", "slow"]
-    calls.clear()
-    assert tuning.decide("kernel", "key", _candidates(calls)) == "quick" and calls == []
-    monkeypatch.setenv("SPACY_ELMO_KERNEL", "slow")
-    assert tuning.decide("kernel", "key", _candidates(calls)) == "slow" and calls == []
