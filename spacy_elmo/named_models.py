@@ -48,11 +48,6 @@ class NamedModel:
             return "options.json", "weights.hdf5"
         return tuple(Path(path).name for path in self.files)
 
-    @property
-    def is_archive(self) -> bool:
-        """Published as one ELMoForManyLangs zip archive, unpacked in the cache."""
-        return len(self.files) == 1
-
 
 def _allennlp(name: str, folder: str, description: str) -> NamedModel:
     files = (f"{folder}/elmo_{folder}_options.json", f"{folder}/elmo_{folder}_weights.hdf5")
