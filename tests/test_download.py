@@ -215,7 +215,7 @@ def _endless(handler) -> None:
             return
 
 
-def _drip(handler, byte: bytes = b"x", *, times: int = 20, pause: float = 0.2) -> None:
+def _drip(handler, byte: bytes = b"x", *, times: int = 300, pause: float = 0.2) -> None:
     """Send `byte` `times` times, `pause` seconds apart, until the client hangs up."""
     for _ in range(times):
         try:
@@ -297,7 +297,7 @@ def test_a_redirect_loop_is_one_line(tmp_path: Path):
 
 
 def _drip_body(handler) -> None:
-    """Announces 1,000 bytes and sends one every 0.2 s (for 4 s at most)."""
+    """Announces 1,000 bytes and sends one every 0.2 s (for a minute at most)."""
     handler.send_response(200)
     handler.send_header("Content-Length", "1000")
     handler.end_headers()
@@ -305,7 +305,7 @@ def _drip_body(handler) -> None:
 
 
 def _drip_headers(handler) -> None:
-    """A status line, then the headers a byte every 0.2 s (for 4 s at most)."""
+    """A status line, then the headers a byte every 0.2 s (for a minute at most)."""
     handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
     _drip(handler)
 
@@ -320,7 +320,7 @@ def test_the_deadline_bounds_the_whole_download_whatever_the_server_sends(tmp_pa
         started = time.monotonic()
         with pytest.raises(InputError, match=r"took longer than 0.5 s \(\d+ bytes so far\); stopped"):
             model_files("small", cache=tmp_path / "cache", url=url)
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < 15  # stopped long before the server would have finished
     assert not (tmp_path / "cache").exists()
 
 
@@ -412,11 +412,11 @@ def test_the_deadline_stops_a_tls_handshake_that_never_ends(tmp_path: Path, monk
 
         def accept_and_hold() -> None:
             connection, _ = server.accept()
-            time.sleep(4)
+            time.sleep(60)
             connection.close()
 
         threading.Thread(target=accept_and_hold, daemon=True).start()
         started = time.monotonic()
         with pytest.raises(InputError, match=r"took longer than 0.5 s \(0 bytes so far\)"):
             model_files("small", cache=tmp_path / "cache", url=f"https://127.0.0.1:{server.getsockname()[1]}")
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < 15  # stopped long before the server would have finished

@@ -125,7 +125,7 @@ def test_the_portuguese_vars_point_the_ud_workflow_at_portuguese_data(project_di
 @pytest.mark.slow
 def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
     (project_dir / "assets" / "raw_text" / "sample_public_domain.txt").unlink()
-    result = project_run(project_dir, "from-scratch", {}, timeout=120)
+    result = project_run(project_dir, "from-scratch", {}, timeout=600)
     output = output_of(result)
     assert result.returncode != 0
     assert "assets/raw_text/sample_public_domain.txt" in output
@@ -138,7 +138,7 @@ def test_missing_embedded_asset_says_how_to_restore_it(project_dir: Path):
 def test_missing_full_data_says_what_to_fetch_and_which_var_to_set(project_dir: Path, tmp_path: Path):
     empty = tmp_path / "no_data_here"
     empty.mkdir()
-    result = project_run(project_dir, "from-scratch", {"data_dir": empty}, timeout=120, env=full_data_env(project_dir))
+    result = project_run(project_dir, "from-scratch", {"data_dir": empty}, timeout=600, env=full_data_env(project_dir))
     output = output_of(result)
     assert result.returncode != 0
     assert "python -m spacy project assets --extra" in output
@@ -151,7 +151,7 @@ def test_missing_full_data_says_what_to_fetch_and_which_var_to_set(project_dir: 
 
 @pytest.mark.slow
 def test_full_inputs_are_found_in_a_local_data_dir(project_dir: Path, data_dir: Path):
-    result = project_run(project_dir, "check-inputs", {"data_dir": data_dir}, timeout=120, env=full_data_env(project_dir))
+    result = project_run(project_dir, "check-inputs", {"data_dir": data_dir}, timeout=600, env=full_data_env(project_dir))
     assert result.returncode == 0, output_of(result)
     assert "inputs of the workflows are present" in output_of(result)
 
@@ -215,6 +215,7 @@ def test_interrupted_pretraining_resumes_when_the_workflow_runs_again(project_di
     deadline = time.monotonic() + 240
     while not checkpoint.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
+    assert checkpoint.exists(), "no checkpoint within 240 s"
     assert process.poll() is None, "pretraining ended before it could be interrupted:\n" + process.communicate()[0][-3000:]
     os.killpg(process.pid, signal.SIGKILL)  # a crash or a lost machine: no chance to clean up
     process.wait()

@@ -109,7 +109,7 @@ def test_sigkill_while_embedding_keeps_the_previous_output(workspace):
         EMBED, cwd=workspace, env=ONE_THREAD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600
         while not list(workspace.glob(".out.hdf5.*.tmp")):
             assert time.monotonic() < deadline and process.poll() is None, "no temporary file appeared"
             time.sleep(0.05)

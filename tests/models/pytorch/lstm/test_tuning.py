@@ -17,7 +17,7 @@ def fresh_decisions():
 def _candidates(calls):
     def slow():
         calls.append("slow")
-        time.sleep(0.02)
+        time.sleep(0.1)  # far above a preemption of the quick one on a busy machine
         return "slow result"
 
     def quick():
