@@ -19,8 +19,8 @@ torch has two or more threads and a step's weights have at least
 :data:`MIN_STEP_WEIGHTS_FOR_THREADS` elements (below that, handing Python's lock
 between threads at every op costs more than the second core gives). On a CUDA
 device with Triton, training runs the fused path (float32, under bf16 autocast
-too; ``SPACY_ELMO_GPU_TRAIN_LAYER=steps`` keeps the rule's path), and
-prediction in float32 runs whichever of the fused and the prediction path is
+too) where ``SPACY_ELMO_GPU_TRAIN_LAYER=fused`` says so (not yet measured against
+the step paths on a GPU), and prediction in float32 runs whichever of the fused and the prediction path is
 faster for the layer's size and batch (timed at first use, :mod:`.tuning`;
 ``SPACY_ELMO_GPU_LAYER=fused`` or ``prediction`` forces one).
 """
@@ -181,9 +181,8 @@ class BiLstmStack(nn.Module):
         if not (by_rule and gpu_layer_choice(inputs) and precision == "fp32"):
             return other
         if path != "prediction":
-            # Training takes the fused path by rule, not by timing: a resumed run must
-            # compute as the uninterrupted one did.
-            return other if forced_choice("gpu_train_layer", {"fused": None, "steps": None}) == "steps" else fused
+            # Chosen by the user, not by timing: a resumed run must compute as the uninterrupted one did.
+            return fused if forced_choice("gpu_train_layer", {"fused": None, "steps": None}) == "fused" else other
         if torch.is_autocast_enabled(inputs.device.type) or inputs.dtype != torch.float32:
             return other  # the fused layer's float32 outputs would change the dtype with the timing
 

@@ -201,10 +201,10 @@ def test_fused_gradients_with_several_programs_and_sequences_ending_at_every_ste
 
 @needs_interpreter
 @pytest.mark.parametrize("forced", ["auto", "fused", "steps"])
-def test_training_on_a_gpu_takes_the_fused_layer_unless_told_steps(monkeypatch, forced):
-    """Where the rule applies (the interpreter stands in for a CUDA device), training runs
-    the fused layer, by rule and not by timing (a resumed run computes as the uninterrupted
-    one did), unless SPACY_ELMO_GPU_TRAIN_LAYER=steps; the gradients are the reference's."""
+def test_training_on_a_gpu_takes_the_fused_layer_where_the_user_says_so(monkeypatch, forced):
+    """On a CUDA device (the interpreter stands in for one), training runs the fused layer
+    where SPACY_ELMO_GPU_TRAIN_LAYER=fused, never by timing (a resumed run computes as the
+    uninterrupted one did); the gradients are the reference's either way."""
     from spacy_elmo.models.pytorch.lstm import stack as stack_module
 
     monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
@@ -224,7 +224,7 @@ def test_training_on_a_gpu_takes_the_fused_layer_unless_told_steps(monkeypatch, 
         return [*outputs, *(p.grad for p in stack.parameters())]
 
     got = gradients("auto")
-    assert len(ran) == (0 if forced == "steps" else 2)  # one per layer
+    assert len(ran) == (2 if forced == "fused" else 0)  # one per layer
     ran.clear()
     want = gradients("reference")
     assert not ran  # a path the caller names is that path
@@ -252,10 +252,11 @@ def test_fused_training_on_cuda_matches_the_reference():
 @needs_interpreter
 def test_under_autocast_the_fused_layer_trains_in_float32(monkeypatch):
     """Under bfloat16 autocast training's path is the reference; on a GPU (the interpreter
-    stands in) the fused layer runs instead, and it computes in float32."""
+    stands in), told to, the fused layer runs instead, and it computes in float32."""
     from spacy_elmo.models.pytorch.lstm import stack as stack_module
 
     monkeypatch.setattr(stack_module, "gpu_layer_choice", lambda inputs: True)
+    monkeypatch.setenv("SPACY_ELMO_GPU_TRAIN_LAYER", "fused")
     ran = []
     monkeypatch.setattr(stack_module, "fused_layer", lambda *a, **k: ran.append("fused") or fused_layer.fused_layer(*a, **k))
     stack = _stack(hidden=24, proj=16).train()
