@@ -216,7 +216,12 @@ def test_a_signal_before_the_first_step_removes_what_the_run_began_never_the_run
     before = snapshot(workspace)
     monkeypatch.chdir(workspace)
     _signal_at_first_batch(monkeypatch, signum)
-    code, _, err = run_cli(capsys, monkeypatch, *pretrain(*args))
+    # A shell's background job starts with SIGINT ignored: give it Python's usual handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, _, err = run_cli(capsys, monkeypatch, *pretrain(*args))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert code == 130 and "Traceback" not in err, err  # typer's exit for a KeyboardInterrupt
     after = snapshot(workspace)
     if resumed:  # its settings, saved as it started, are the only change
