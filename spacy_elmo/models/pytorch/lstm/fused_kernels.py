@@ -45,8 +45,9 @@ def lstm_layer(
     n_steps = tl.load(lengths_ptr + first)  # rows are sorted by length: the first is the longest
     for t in range(0, n_steps):
         row_ok = rows < tl.load(batch_sizes_ptr + t)
+        here = tl.load(offsets_ptr + t) + rows  # this step's packed rows
         h_prev = h_ptr + direction * s_h_k + (tl.load(h_offsets_ptr + t) + rows) * s_h_n
-        gi_rows = gate_inputs_ptr + direction * s_gi_k + (tl.load(offsets_ptr + t) + rows) * s_gi_n
+        gi_rows = gate_inputs_ptr + direction * s_gi_k + here * s_gi_n
         h_new = tl.zeros((BLOCK_N, BLOCK_P), dtype=tl.float32)
         for start in range(0, hidden_size, BLOCK_H):
             cells = start + tl.arange(0, BLOCK_H)
@@ -70,13 +71,11 @@ def lstm_layer(
             c_tile = c_ptr + direction * s_c_k + rows[:, None] * s_c_n + cells[None, :]
             gate_i, gate_f, gate_o, gate_j = _sigmoid(acc_i), _sigmoid(acc_f), _sigmoid(acc_o), _tanh(acc_j)
             cell_raw = gate_f * tl.load(c_tile, mask=tile_ok, other=0.0) + gate_i * gate_j
-            cell = cell_raw
-            if HAS_CELL_CLIP:
-                cell = tl.minimum(tl.maximum(cell_raw, -cell_clip), cell_clip)
+            cell = _clip(cell_raw, cell_clip, HAS_CELL_CLIP)
             tl.store(c_tile, cell, mask=tile_ok)
             m = tl.where(tile_ok, gate_o * _tanh(cell), 0.0)
             if KEEP_TRACE:
-                kept = trace_ptr + direction * s_t_k + (tl.load(offsets_ptr + t) + rows)[:, None] * s_t_n + cells[None, :]
+                kept = trace_ptr + direction * s_t_k + here[:, None] * s_t_n + cells[None, :]
                 tl.store(kept, gate_i, mask=tile_ok)
                 tl.store(kept + hidden_size, gate_f, mask=tile_ok)
                 tl.store(kept + 2 * hidden_size, gate_o, mask=tile_ok)
@@ -86,10 +85,9 @@ def lstm_layer(
             w_p = w_proj_ptr + direction * s_p_k + cells[:, None] * s_p_h + cols[None, :]
             h_new += tl.dot(m, tl.load(w_p, mask=cell_ok[:, None] & col_ok[None, :], other=0.0), input_precision="ieee")
         if KEEP_TRACE:
-            kept = trace_ptr + direction * s_t_k + (tl.load(offsets_ptr + t) + rows)[:, None] * s_t_n + cols[None, :]
+            kept = trace_ptr + direction * s_t_k + here[:, None] * s_t_n + cols[None, :]
             tl.store(kept + 6 * hidden_size, h_new, mask=row_ok[:, None] & col_ok[None, :])
-        if HAS_PROJ_CLIP:
-            h_new = tl.minimum(tl.maximum(h_new, -proj_clip), proj_clip)
+        h_new = _clip(h_new, proj_clip, HAS_PROJ_CLIP)
         h_out = h_ptr + direction * s_h_k + (tl.load(h_offsets_ptr + t + 1) + rows) * s_h_n
         tl.store(h_out[:, None] + cols[None, :], h_new, mask=row_ok[:, None] & col_ok[None, :])
         tl.debug_barrier()  # the next step reads this step's h and c from other threads
@@ -103,11 +101,11 @@ def _clip(x, clip, HAS_CLIP: tl.constexpr):
 
 
 @triton.jit
-def _inside(x, clip, HAS_CLIP: tl.constexpr):
-    """1.0 where a clip passes the gradient (``-clip <= x <= clip``, as clamp's backward), else 0.0."""
+def _clip_gradient(grad, x, clip, HAS_CLIP: tl.constexpr):
+    """`grad` where a clip of `x` passes it (``-clip <= x <= clip``, as clamp's backward), else 0."""
     if HAS_CLIP:
-        return tl.where((x >= -clip) & (x <= clip), 1.0, 0.0)
-    return tl.full(x.shape, 1.0, tl.float32)
+        grad = tl.where((x >= -clip) & (x <= clip), grad, 0.0)
+    return grad
 
 
 @triton.jit
@@ -149,7 +147,7 @@ def lstm_layer_backward(
         d_h = tl.load(d_h_tile, mask=out_ok, other=0.0)
         if HAS_PROJ_CLIP:
             h_raw = tl.load(kept_here[:, None] + 6 * hidden_size + cols[None, :], mask=out_ok, other=0.0)
-            d_h = d_h * _inside(h_raw, proj_clip, HAS_PROJ_CLIP)
+            d_h = _clip_gradient(d_h, h_raw, proj_clip, HAS_PROJ_CLIP)
             tl.store(d_h_tile, d_h, mask=out_ok)
         d_h_before = tl.zeros((BLOCK_N, BLOCK_P), dtype=tl.float32)
         for start in range(0, hidden_size, BLOCK_H):
@@ -167,7 +165,7 @@ def lstm_layer_backward(
             tanh_c = _tanh(_clip(cell_raw, cell_clip, HAS_CELL_CLIP))
             d_c_tile = d_c_ptr + direction * s_dc_k + rows[:, None] * s_dc_n + cells[None, :]
             d_c = tl.load(d_c_tile, mask=tile_ok, other=0.0) + d_m * gate_o * (1.0 - tanh_c * tanh_c)
-            d_c = d_c * _inside(cell_raw, cell_clip, HAS_CELL_CLIP)
+            d_c = _clip_gradient(d_c, cell_raw, cell_clip, HAS_CELL_CLIP)
             kept_before = trace_ptr + direction * s_t_k + before[:, None] * s_t_n + 4 * hidden_size + cells[None, :]
             c_before = _clip(tl.load(kept_before, mask=tile_ok & has_before, other=0.0), cell_clip, HAS_CELL_CLIP)
             c_initial = tl.load(c0_ptr + direction * s_c0_k + rows[:, None] * s_c0_n + cells[None, :],

@@ -28,7 +28,6 @@ from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor
-
 from torch.autograd.function import once_differentiable
 
 from .cell import Clips, LayerWeights, LstmState, PackingPlan
@@ -108,7 +107,7 @@ def _forward(
     """The forward kernel: outputs, final state, and (`keep_trace`) the trace ``(k, n_rows, 6H + P)``."""
     k, n_rows, _ = inputs.shape
     hidden_size, proj_size = w_hidden.shape[2] // 4, w_proj.shape[2]
-    n_sequences = plan.batch_sizes[0] if plan.batch_sizes else 0
+    n_sequences = plan.n_sequences
     w_hidden, w_proj = w_hidden.contiguous(), w_proj.contiguous()
     gate_inputs = torch.baddbmm(bias.unsqueeze(1), inputs, w_input)
     h = inputs.new_zeros((k, n_sequences + n_rows, proj_size))
@@ -162,7 +161,7 @@ class _FusedLayer(torch.autograd.Function):
         inputs, w_input, w_hidden, w_proj, h0, c0, outputs, trace = ctx.saved_tensors
         k, n_rows, proj_size = inputs.shape
         hidden_size = w_proj.shape[1]
-        n_sequences = plan.batch_sizes[0] if plan.batch_sizes else 0
+        n_sequences = plan.n_sequences
         w_hidden, w_proj = w_hidden.contiguous(), w_proj.contiguous()
         # Becomes d(the projection's product) as the kernel walks back; each step adds d(h_prev) to the one before.
         d_h = grad_outputs.clone(memory_format=torch.contiguous_format) if grad_outputs is not None \

@@ -187,7 +187,7 @@ class BiLstmStack(nn.Module):
             return other  # the fused layer's float32 outputs would change the dtype with the timing
 
         def faster(key, x, weights, state, distinct):
-            size = (tuple(weights.hidden.shape), next_power_of_2(plan.batch_sizes[0] if plan.batch_sizes else 0))
+            size = (tuple(weights.hidden.shape), next_power_of_2(plan.n_sequences))
             return fastest("gpu_layer", size, {
                 "fused": lambda: fused(key, x, weights, state, distinct),
                 "prediction": lambda: other(key, x, weights, state, distinct),
