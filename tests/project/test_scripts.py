@@ -10,6 +10,7 @@ from .conftest import REPO, head_blocks, load_script
 
 convert = load_script("convert")
 split_text = load_script("split_text")
+treebank_words = load_script("treebank_words")
 compare = load_script("compare")
 check_inputs = load_script("check_inputs")
 
@@ -107,6 +108,41 @@ def test_split_text_holds_out_every_nth_line_up_to_a_cap(tmp_path: Path):
     assert (n_train, n_heldout) == (96, 4)
     assert (tmp_path / "h.txt").read_text().splitlines() == ["line 10", "line 20", "line 30", "line 40"]
     assert "line 50" in (tmp_path / "t.txt").read_text()
+
+
+def _conllu_row(index: str, form: str) -> str:
+    return "\t".join([index, form] + ["_"] * 8)
+
+
+# "do" is written as "de o" twice and left whole once; "nos" is split once and a word of its own
+# twice; "trata-se" splits its clitic off after the hyphen.
+TREEBANK = "\n".join([
+    "# text = do do do nos nos nos trata-se", _conllu_row("1-2", "do"), _conllu_row("1", "de"),
+    _conllu_row("2", "o"), _conllu_row("3-4", "Do"), _conllu_row("3", "De"), _conllu_row("4", "o"),
+    _conllu_row("5", "do"), _conllu_row("6-7", "nos"), _conllu_row("6", "em"), _conllu_row("7", "os"),
+    _conllu_row("8", "nos"), _conllu_row("9", "nos"), _conllu_row("10-11", "trata-se"),
+    _conllu_row("10", "trata"), _conllu_row("11", "se"), "", "",
+])
+
+
+def test_treebank_words_splits_the_forms_the_treebank_mostly_splits(tmp_path: Path):
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text(TREEBANK, encoding="utf8")
+    table, clitics = treebank_words.learn_splits(treebank)
+    assert table == {"do": ("de", "o"), "trata-se": ("trata", "se")} and clitics == {"se"}
+    raw = tmp_path / "raw.txt"
+    raw.write_text("Do alto, nos disse: DO lado vira-se do mar.\n", encoding="utf8")
+    n_lines, n_split = treebank_words.rewrite(raw, tmp_path / "words.txt", table, clitics, "pt")
+    assert (n_lines, n_split) == (1, 4)
+    words = (tmp_path / "words.txt").read_text(encoding="utf8")
+    assert words == "De o alto , nos disse : DE O lado vira se de o mar .\n"
+
+
+def test_treebank_words_names_the_line_of_a_bad_treebank(tmp_path: Path):
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text("# text = x\n" + _conllu_row("1", "x") + "\nx-y\tz\n", encoding="utf8")
+    with pytest.raises(treebank_words.TreebankError, match=r"train.conllu:3: 2 columns"):
+        treebank_words.learn_splits(treebank)
 
 
 def test_compare_table_and_chart(tmp_path: Path):
