@@ -110,6 +110,10 @@ def main(
         if not path.is_file():
             msg.fail(f"{what} not found: {path}", exits=1)
     try:
+        spacy.blank(lang)
+    except ImportError:
+        msg.fail(f"--lang {lang}: not a spaCy language code", exits=1)
+    try:
         table, clitics = learn_splits(treebank)
     except TreebankError as err:
         msg.fail(str(err), exits=1)

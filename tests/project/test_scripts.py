@@ -145,6 +145,15 @@ def test_treebank_words_names_the_line_of_a_bad_treebank(tmp_path: Path):
         treebank_words.learn_splits(treebank)
 
 
+def test_treebank_words_refuses_an_unknown_language_with_one_line(tmp_path: Path, capsys):
+    (tmp_path / "raw.txt").write_text("do\n", encoding="utf8")
+    (tmp_path / "train.conllu").write_text(TREEBANK, encoding="utf8")
+    with pytest.raises(SystemExit):
+        treebank_words.main(tmp_path / "raw.txt", tmp_path / "words.txt", tmp_path / "train.conllu", "zz")
+    assert "--lang zz: not a spaCy language code" in capsys.readouterr().out
+    assert not (tmp_path / "words.txt").exists()
+
+
 def test_compare_table_and_chart(tmp_path: Path):
     systems = (("baseline", 0.5, 2000.0), ("vectors", 0.55, 1900.0), ("elmo", 0.625, 1000.0), ("elmo_vectors", 0.65, 950.0))
     for task, keys in (("ud", ("tag_acc", "dep_uas", "dep_las")), ("ner", ("ents_p", "ents_r", "ents_f"))):
