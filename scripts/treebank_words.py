@@ -9,7 +9,7 @@ ending in a part that the treebank splits off after a hyphen ("-se", "-lo") lose
 way.** Each output line is the input line's tokens (spaCy's tokenizer for `--lang`) joined by
 spaces, with those forms replaced by their words in the original's case.
 
-    python scripts/treebank_words.py raw/train.txt raw/train.words.txt --treebank ud-train.conllu --lang pt
+    python scripts/treebank_words.py raw_text.txt corpus/raw/words.txt --treebank ud-train.conllu --lang pt
 """
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -59,11 +59,12 @@ def learn_splits(treebank: Path) -> Tuple[Table, Set[str]]:
             expansions[surface.lower()][tuple(word.lower() for word in words)] += 1
     table, clitics = {}, set()
     for form, counts in expansions.items():
-        words = counts.most_common(1)[0][0]
-        if len(words) > 1 and 2 * sum(c for w, c in counts.items() if len(w) > 1) > sum(counts.values()):
-            table[form] = words
+        splits = Counter({words: n for words, n in counts.items() if len(words) > 1})
+        if 2 * sum(splits.values()) <= sum(counts.values()):
+            continue
+        words = table[form] = splits.most_common(1)[0][0]
         stem, hyphen, tail = form.rpartition("-")
-        if hyphen and len(words) == 2 and words == (stem, tail):
+        if hyphen and words == (stem, tail):
             clitics.add(tail)
     return table, clitics
 
@@ -89,9 +90,9 @@ def rewrite(input_path: Path, output_path: Path, table: Table, clitics: Set[str]
     n_lines = n_split = 0
     with atomic_output_path(output_path) as tmp, input_path.open(encoding="utf8") as lines, \
             tmp.open("w", encoding="utf8") as out:
-        for line in lines:
+        for doc in tokenizer.pipe(line.strip() for line in lines):
             words: List[str] = []
-            for token in tokenizer(line.strip()):
+            for token in doc:
                 parts = split_token(token.text, table, clitics)
                 n_split += len(parts) > 1
                 words.extend(parts)
@@ -110,10 +111,6 @@ def main(
         if not path.is_file():
             msg.fail(f"{what} not found: {path}", exits=1)
     try:
-        spacy.blank(lang)
-    except ImportError:
-        msg.fail(f"--lang {lang}: not a spaCy language code", exits=1)
-    try:
         table, clitics = learn_splits(treebank)
     except TreebankError as err:
         msg.fail(str(err), exits=1)
@@ -121,6 +118,8 @@ def main(
         msg.fail(f"{treebank}: not UTF-8 text ({err.reason})", exits=1)
     try:
         n_lines, n_split = rewrite(input_path, output_path, table, clitics, lang)
+    except ImportError:  # spacy.blank, before any output is opened
+        msg.fail(f"--lang {lang}: not a spaCy language code", exits=1)
     except UnicodeDecodeError as err:
         msg.fail(f"{input_path}: not UTF-8 text ({err.reason})", exits=1)
     msg.good(
