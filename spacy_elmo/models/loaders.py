@@ -1,7 +1,11 @@
-"""Weights loaders: where the elmo component gets its biLM at initialize."""
+"""Weights loaders: where the elmo component gets its biLM at initialize.
+
+No spaCy or Thinc here: pretraining finds its `--init-from` model through this module
+on machines where only PyTorch is installed.
+"""
 from functools import partial
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 from ..errors import InputError, SpacyElmoError
 from ..models.pytorch.original_format import load_bilm
@@ -9,7 +13,9 @@ from ..named_models import default_model, is_downloaded, locate_model
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
 from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs, unpack_archive
-from .types import WeightsLoaderT
+
+#: Returns a ready biLM (size and weights from its files).
+WeightsLoaderT = Callable[[], ElmoBiLM]
 
 
 def build_original_weights_loader_v1(

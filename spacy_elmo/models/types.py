@@ -10,7 +10,7 @@ from spacy.tokens import Doc, Span
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from .pytorch.bilm import ElmoBiLM
+from .loaders import WeightsLoaderT  # noqa: F401 (one place for every layer type)
 
 #: Docs in, every biLM layer of every token out.
 BiLMModelT = Model[List[Doc], List[Floats3d]]
@@ -25,5 +25,3 @@ Tok2VecModelT = Model[List[Doc], List[Floats2d]]
 LayersBackpropT = Callable[[List[Floats3d]], List[Doc]]
 #: Splits Docs into the spans the biLM reads one at a time (sentences, or bounded spans).
 SpanGetterT = Callable[[Iterable[Doc]], List[List[Span]]]
-#: Returns a ready biLM (size and weights from its files).
-WeightsLoaderT = Callable[[], ElmoBiLM]

@@ -1,4 +1,6 @@
 """tools/pretrain_in_time.py: calibrate, size one schedule to the time left, stop at the deadline."""
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,18 @@ def test_the_deadline_stops_the_run_and_its_last_checkpoint_is_exported(tmp_path
     weight = checkpoint["model"]["softmax.weight"]
     softmax = load_softmax(run_dir / "softmax.hdf5", vocab_size=weight.shape[0], dim=weight.shape[1])
     assert torch.equal(softmax.weight.data, weight)
+
+
+
+BLOCK_SPACY = "import sys\nfor name in ('spacy', 'thinc'):\n    sys.modules[name] = None\n"
+RUN_TOOL = "sys.argv = ['pretrain_in_time.py', '--help']\nimport runpy\nrunpy.run_path('tools/pretrain_in_time.py', run_name='__main__')"
+
+
+@pytest.mark.parametrize("code", [RUN_TOOL, "import spacy_elmo.models.loaders\nprint('usage: loaders')"])
+def test_it_runs_where_only_pytorch_is_installed(code: str):
+    """A GPU machine with PyTorch and no spaCy (pretokenized text) gets as far as the usage; the
+    weights loaders (`--init-from`, benchmarks/bench_inference.py --model) import there too."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", BLOCK_SPACY + code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
