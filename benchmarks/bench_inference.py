@@ -8,9 +8,9 @@ RSS is its own.
     python benchmarks/bench_inference.py --size original --batch-sizes 1 32
 
 `--model english-compact` (a name or directory) times trained weights instead.
-`--deviation` prints instead how far the int8 path's layers lie from fp32's on
-the same sentences (per layer: mean absolute deviation, mean magnitude, the
-lowest per-token cosine similarity).
+`--profile` prints where one pass's time goes (torch.profiler). `--deviation` prints
+instead how far the int8 path's layers lie from fp32's on the same sentences (per
+layer: mean absolute deviation, mean magnitude, the lowest per-token cosine similarity).
 """
 import argparse
 import json
@@ -60,8 +60,8 @@ def build_bilm_and_sentences(args: argparse.Namespace):
     return ElmoBiLM(NAMED_SIZES[args.size]), sentences
 
 
-def run_one(args: argparse.Namespace) -> dict:
-    """Time one (size, batch size, device, dtype) configuration in this process."""
+def timed_pass(args: argparse.Namespace):
+    """The sentences' token count, and a function that embeds them all once and returns the seconds."""
     import torch
 
     from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
@@ -89,6 +89,12 @@ def run_one(args: argparse.Namespace) -> dict:
             torch.cuda.synchronize()
         return time.perf_counter() - start
 
+    return n_tokens, once
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    """Time one (size, batch size, device, dtype) configuration in this process."""
+    n_tokens, once = timed_pass(args)
     once() if args.warmup else None
     times = [once() for _ in range(args.repeats)]
     return {
@@ -122,6 +128,23 @@ def print_deviation(args: argparse.Namespace) -> None:
         )
 
 
+def print_profile(args: argparse.Namespace) -> None:
+    """Where one pass's time goes (torch.profiler, after a warm-up pass), at the first batch size and dtype."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    args.batch_size, args.dtype = args.batch_sizes[0], args.dtypes[0]
+    n_tokens, once = timed_pass(args)
+    once()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
+    with profile(activities=activities) as profiled:
+        seconds = once()
+    print(f"{n_tokens / seconds:,.0f} tokens/s while profiled, batch {args.batch_size}")
+    print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+    if args.device.startswith("cuda"):
+        print(profiled.key_averages().table(sort_by="self_cuda_time_total", row_limit=15))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="original", choices=["tiny", "compact", "small", "medium", "original"])
@@ -140,6 +163,7 @@ def main() -> None:
     parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
     parser.add_argument("--deviation", action="store_true", help="int8 against fp32 instead of timings")
+    parser.add_argument("--profile", action="store_true", help="where one pass's time goes instead of timings")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--batch-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dtype", help=argparse.SUPPRESS)
@@ -152,6 +176,9 @@ def main() -> None:
     if args.deviation:
         print_deviation(args)
         return
+    if args.profile:
+        print_profile(args)
+        return
     print(f"{'implementation':14} {'size':15} {'device':6} {'dtype':5} {'batch':>5} {'sort':>4} {'tokens':>6} {'median tok/s':>12} {'runs tok/s':>24} {'peak RSS MB':>11}")
     for dtype in args.dtypes:
         for batch_size in args.batch_sizes:
@@ -163,7 +190,10 @@ def main() -> None:
                 "--device", args.device, "--dtype", dtype, "--conllu", str(args.conllu),
                 "--implementation", args.implementation,
             ] + ([] if args.warmup else ["--no-warmup"])
-            result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"batch {batch_size}, {dtype}: failed:\n{done.stderr[-3000:]}")
+            result = json.loads(done.stdout)
             runs = ", ".join(str(r) for r in result["tokens_per_s"])
             print(
                 f"{result['implementation']:14} {result['size']:15} {result['device']:6} {result['dtype']:5} {batch_size:>5} "
