@@ -1,4 +1,4 @@
-"""ELMo models by name: the English biLM shipped in this package, and published models
+"""ELMo models by name: the English and Portuguese biLMs shipped in this package, and published models
 (AllenNLP/bilm-tf's, contributed ones, ELMoForManyLangs'), downloaded on first use into
 a cache directory.
 
@@ -94,6 +94,11 @@ NAMED_MODELS: Dict[str, NamedModel] = {
             name="english-compact", lang="en", folder="english_compact", shipped=True, vectors_folder="vectors",
             description="spacy-elmo's English biLM (LSTM 2x512, projection 128; Wikipedia, "
             "Stack Exchange, Gutenberg), shipped in the package",
+        ),
+        NamedModel(
+            name="portuguese-compact", lang="pt", folder="portuguese_compact", shipped=True,
+            description="spacy-elmo's Portuguese biLM (LSTM 2x512, projection 128; literature, laws, "
+            "UD text, in UD Portuguese-Bosque's words), shipped in the package",
         ),
         _allennlp("small", "2x1024_128_2048cnn_1xhighway", "AllenNLP small (13.6M parameters, 1B Word)"),
         _allennlp("medium", "2x2048_256_2048cnn_1xhighway", "AllenNLP medium (28.0M parameters, 1B Word)"),

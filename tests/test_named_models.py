@@ -1,4 +1,4 @@
-"""Models by name: the shipped English biLM, names vs paths, the default per language."""
+"""Models by name: the shipped English and Portuguese biLMs, names vs paths, the default per language."""
 import json
 import re
 from pathlib import Path
@@ -11,17 +11,26 @@ from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.named_models import DEFAULT_MODELS, NAMED_MODELS, default_model
 
 
-def test_the_shipped_english_model_is_in_the_package_and_loads_offline(monkeypatch):
+SHIPPED = [
+    ("english-compact", "en", "english_compact", ("Wikipedia", "Stack Exchange", "CC BY-SA", "Project Gutenberg")),
+    ("portuguese-compact", "pt", "portuguese_compact", ("UD Portuguese-Bosque", "LeNER-Br", "CC BY-SA", "ELTeC")),
+]
+
+
+@pytest.mark.parametrize("name,lang,folder,credits", SHIPPED)
+def test_each_shipped_model_is_in_the_package_and_loads_offline(monkeypatch, name, lang, folder, credits):
     monkeypatch.setenv("SPACY_ELMO_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
-    weights, options = find_model("english-compact")
-    assert options.parent == weights.parent == Path(spacy_elmo_root(), "resources", "english_compact")
-    bilm = load_named_weights(None, lang="en")
+    weights, options = find_model(name)
+    assert options.parent == weights.parent == Path(spacy_elmo_root(), "resources", folder)
+    bilm = load_named_weights(None, lang=lang)
     card = (weights.parent / "MODEL_CARD.md").read_text(encoding="utf8")
     assert json.loads(options.read_text())["lstm"]["projection_dim"] * 2 == bilm.output_dim
-    for credit in ("Wikipedia", "Stack Exchange", "CC BY-SA", "Project Gutenberg"):
+    for credit in credits:
         assert credit in card
-    assert "## Perplexity" in card and re.search(r"held-out split[^\n]*\| \*\*\d+\.\d+\*\* \|", card)
+    assert "## Perplexity" in card and re.search(r"held-out[^\n]*\| \*\*\d+\.\d+\*\* \|", card)
     assert weights.stat().st_size < 40_000_000
+    layers = bilm(bilm.ids_of([["Olá", ",", "mundo", "!"]])).layers
+    assert layers.shape == (1, 3, 4, bilm.output_dim) and bool(layers.isfinite().all())
 
 
 def spacy_elmo_root() -> Path:
@@ -30,8 +39,9 @@ def spacy_elmo_root() -> Path:
     return Path(spacy_elmo.__file__).parent
 
 
-def test_english_defaults_to_the_shipped_model_and_other_languages_are_told_what_to_do():
+def test_english_and_portuguese_default_to_the_shipped_models_and_other_languages_are_told_what_to_do():
     assert default_model("en") == "english-compact" and NAMED_MODELS[DEFAULT_MODELS["en"]].shipped
+    assert default_model("pt") == "portuguese-compact" and NAMED_MODELS[DEFAULT_MODELS["pt"]].shipped
     with pytest.raises(InputError, match="ships no biLM for language 'fr'.*spacy_elmo pretrain"):
         default_model("fr")
 
@@ -41,7 +51,7 @@ def test_a_path_wins_over_a_name_and_an_unknown_name_lists_the_known_ones(tmp_pa
     (tmp_path / "small").symlink_to(allennlp_model_dir)
     assert find_model("small") == (Path("small"), None)
     with pytest.raises(InputError, match="Weights file not found: nope .no such file or directory, and not an "
-                       r"ELMo model name: english-compact, small, medium, original, original-5.5b, pubmed, portuguese-wikipedia, "
+                       r"ELMo model name: english-compact, portuguese-compact, small, medium, original, original-5.5b, pubmed, portuguese-wikipedia, "
                        r"portuguese-brwac, german-tsystems, elmoformanylangs-LANG \(LANG: ar bg .* vi zh\)\)"):
         find_model("nope")
 

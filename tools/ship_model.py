@@ -1,6 +1,6 @@
-"""Copy a finished pretraining run into the package as the shipped English biLM.
+"""Copy a finished pretraining run into the package as a shipped biLM.
 
-Usage: python tools/ship_english_model.py RUN_DIR [spacy_elmo/resources/english_compact]
+Usage: python tools/ship_model.py RUN_DIR spacy_elmo/resources/FOLDER   (english_compact, portuguese_compact)
 
 Copies options.json, weights.hdf5 (float32, unchanged) and vocab.txt, and writes the softmax
 in float16 (half the bytes; `pretrain --init-from english-compact` reads it back as float32 to
@@ -13,9 +13,6 @@ from pathlib import Path
 import h5py
 
 from spacy_elmo.output_files import atomic_output_path
-
-DEFAULT_DESTINATION = Path(__file__).resolve().parent.parent / "spacy_elmo" / "resources" / "english_compact"
-
 
 def main(run_dir: Path, destination: Path) -> None:
     destination.mkdir(parents=True, exist_ok=True)
@@ -31,6 +28,6 @@ def main(run_dir: Path, destination: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
-    main(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) == 3 else DEFAULT_DESTINATION)
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
