@@ -14,6 +14,7 @@ import h5py
 
 from spacy_elmo.output_files import atomic_output_path
 
+
 def main(run_dir: Path, destination: Path) -> None:
     destination.mkdir(parents=True, exist_ok=True)
     for name in ("options.json", "weights.hdf5", "vocab.txt"):

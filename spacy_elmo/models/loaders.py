@@ -1,7 +1,7 @@
 """Weights loaders: where the elmo component gets its biLM at initialize.
 
 No spaCy or Thinc here: pretraining finds its `--init-from` model through this module
-on machines where only PyTorch is installed.
+on machines without them (a GPU machine with PyTorch and the pure-Python dependencies).
 """
 from functools import partial
 from pathlib import Path
