@@ -17,14 +17,13 @@ for size in compact original; do
 done
 if [ $# -ge 1 ]; then
   model=$PWD/spacy_elmo/resources/english_compact conllu=$(realpath "$1")
+  # The bench_inference.py of the checkout it is called in, on english-compact's weights and EWT dev.
+  infer() { python3 benchmarks/bench_inference.py --device cuda --model "$model" --n-sentences 2000 --conllu "$conllu" "$@"; }
   for round in 1 2; do
     if [ -n "${BEFORE:-}" ]; then
-      (cd "$BEFORE" && PYTHONPATH="$PWD" python3 benchmarks/bench_inference.py --device cuda --model "$model" \
-        --batch-sizes 32 256 --n-sentences 2000 --repeats 5 --conllu "$conllu" | sed 's/^/before: /')
+      (cd "$BEFORE" && PYTHONPATH="$PWD" infer --batch-sizes 32 256 --repeats 5 | sed 's/^/before: /')
     fi
-    python3 benchmarks/bench_inference.py --device cuda --model "$model" --batch-sizes 32 256 \
-      --n-sentences 2000 --repeats 5 --conllu "$conllu"
+    infer --batch-sizes 32 256 --repeats 5
   done
-  python3 benchmarks/bench_inference.py --device cuda --model "$model" --batch-sizes 256 --n-sentences 2000 \
-    --conllu "$conllu" --profile
+  infer --batch-sizes 256 --profile
 fi

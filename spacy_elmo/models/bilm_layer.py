@@ -28,7 +28,8 @@ from .pytorch.char_cnn import TokenVectorCache
 from .pytorch.dictionary_ids import DictionaryIds
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 from .span_cache import SpanCache
-from .types import BiLMModelT, SpanGetterT, WeightsLoaderT
+from .loaders import WeightsLoaderT
+from .types import BiLMModelT, SpanGetterT
 
 NO_WEIGHTS = (
     "The ELMo biLM has no weights yet. Give the elmo component a weights loader at "

@@ -10,8 +10,6 @@ from spacy.tokens import Doc, Span
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from .loaders import WeightsLoaderT  # noqa: F401 (one place for every layer type)
-
 #: Docs in, every biLM layer of every token out.
 BiLMModelT = Model[List[Doc], List[Floats3d]]
 #: Each Doc's layers in, one mixed vector per token out.

@@ -36,11 +36,11 @@ from ..models.bilm_layer import encode_docs, get_bilm, has_weights_loader, load_
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
 from ..models.listener import ElmoListener
-from ..models.loaders import build_elmo_weights_loader_v1
+from ..models.loaders import WeightsLoaderT, build_elmo_weights_loader_v1
 from ..models.pytorch.char_cnn import TokenVectorCache
 from ..models.pytorch.lstm.int8_products import check_precision
 from ..models.span_cache import SpanCache
-from ..models.types import BiLMModelT, WeightsLoaderT
+from ..models.types import BiLMModelT
 
 DEFAULT_CONFIG = Config().from_str(
     """

@@ -12,7 +12,7 @@ from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.softmax import load_softmax
 
 from ..pretraining.util import fast_overrides
-from ..project.conftest import load_script
+from ..project.conftest import REPO, load_script
 
 pretrain_in_time = load_script("pretrain_in_time", folder="tools")
 
@@ -82,8 +82,7 @@ BLOCK_SPACY = "import sys\nfor name in ('spacy', 'thinc'):\n    sys.modules[name
 
 
 def run_without_spacy(code: str) -> subprocess.CompletedProcess:
-    root = Path(__file__).resolve().parents[2]
-    return subprocess.run([sys.executable, "-c", BLOCK_SPACY + code], cwd=root, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", BLOCK_SPACY + code], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
 def test_the_tool_runs_without_spacy_or_thinc():
