@@ -72,7 +72,7 @@ def build_bilm_layer_v1(
         raise SettingsError("batch_size and max_batch_tokens must be positive")
     model: BiLMModelT = Model(
         "elmo_bilm",
-        bilm_layer_forward,
+        encode_docs,
         init=partial(init_bilm_layer, weights_loader=weights_loader),
         dims={"nL": None, "nO": None},
         attrs={
@@ -132,12 +132,6 @@ class _SpanWords:
     doc: int
     tokens: Ints1d
     words: List[str]
-
-
-def bilm_layer_forward(
-    model: BiLMModelT, docs: List[Doc], is_train: bool
-) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
-    return encode_docs(model, docs, is_train)
 
 
 def encode_docs(

@@ -190,10 +190,6 @@ class ElmoComponent(TrainablePipe):
 
     # Prediction ----------------------------------------------------------------------
 
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128):
-        install_extensions()
-        return super().pipe(stream, batch_size=batch_size)
-
     def predict(self, docs: Iterable[Doc]) -> List[Floats3d]:
         """Every layer of every token, per Doc *Shape:* ``(n_layers, n_tokens, width)``."""
         return self._encode_without_gradient(list(docs))
@@ -315,9 +311,6 @@ class ElmoComponent(TrainablePipe):
         with _load_errors_as_one_line(f"The ELMo component in {path}", self.model, saved_model):
             super().from_disk(path, exclude=exclude)
         return self
-
-    def add_label(self, label: str) -> int:
-        raise NotImplementedError
 
 
 @contextmanager

@@ -255,7 +255,7 @@ class TokenVectorCache:
         """Empty the cache unless it holds vectors of this encoder's current weights."""
         fingerprint = (
             encoder.generation,
-            _autocast_enabled(next(encoder.parameters()).device.type),
+            torch.is_autocast_enabled(next(encoder.parameters()).device.type),
             tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in encoder.parameters()),
         )
         current = self._encoder() if self._encoder is not None else None
@@ -291,10 +291,3 @@ class TokenVectorCache:
     def __reduce__(self):
         # A copy (another process, a deep copy) starts empty.
         return (TokenVectorCache, (self.max_words,))
-
-
-def _autocast_enabled(device_type: str) -> bool:
-    try:
-        return torch.is_autocast_enabled(device_type)
-    except TypeError:  # torch < 2.4 has one flag per device kind
-        return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()

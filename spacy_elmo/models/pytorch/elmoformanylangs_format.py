@@ -23,7 +23,7 @@ from ...errors import OptionsError, SpacyElmoError, WeightsError, one_line
 from .bilm import ElmoBiLM
 from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
-from .original_format import MAX_PARAMETERS, check_regular_file, read_json
+from .original_format import MAX_PARAMETERS, check_regular_file, permute_gates, read_json
 from .state_dicts import read_state_dict
 
 PathLike = Union[str, Path]
@@ -222,17 +222,19 @@ def _set_state(bilm: ElmoBiLM, embedder: Dict[str, torch.Tensor], encoder: Dict[
         for layer in range(options.n_layers):
             for d, direction in enumerate(("forward", "backward")):
                 prefix = f"{direction}_layer_{layer}"
-                lstm.input_weights[layer][d].copy_(_gates(encoder[f"{prefix}.input_linearity.weight"].T))
-                lstm.hidden_weights[layer][d].copy_(_gates(encoder[f"{prefix}.state_linearity.weight"].T))
-                bias = _gates(encoder[f"{prefix}.state_linearity.bias"])
+                [input_weight, hidden_weight, bias] = [
+                    permute_gates(tensor, _FILE_TO_MODEL_GATES)
+                    for tensor in (
+                        encoder[f"{prefix}.input_linearity.weight"].T,
+                        encoder[f"{prefix}.state_linearity.weight"].T,
+                        encoder[f"{prefix}.state_linearity.bias"],
+                    )
+                ]
+                lstm.input_weights[layer][d].copy_(input_weight)
+                lstm.hidden_weights[layer][d].copy_(hidden_weight)
                 bias[hidden : 2 * hidden] -= 1.0  # the model adds TensorFlow's forget bias of 1
                 lstm.biases[layer][d].copy_(bias)
                 lstm.projections[layer][d].copy_(encoder[f"{prefix}.state_projection.weight"].T)
-
-
-def _gates(tensor: torch.Tensor) -> torch.Tensor:
-    blocks = tensor.chunk(4, dim=-1)
-    return torch.cat([blocks[i] for i in _FILE_TO_MODEL_GATES], dim=-1)
 
 
 ARCHIVE_FILES = (CONFIG_NAME, "char.dic", "word.dic", *STATE_FILES, *PUBLISHED_CONFIG_NAMES)

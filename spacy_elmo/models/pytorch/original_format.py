@@ -296,10 +296,10 @@ def set_original_arrays(bilm: ElmoBiLM, arrays: Dict[str, numpy.ndarray]) -> Non
         for layer in range(options.n_layers):
             for direction in range(2):
                 prefix = _lstm_prefix(direction, layer)
-                kernel = _permute_gates(t(arrays[f"{prefix}/W_0"]), _FILE_TO_MODEL_GATES)
+                kernel = permute_gates(t(arrays[f"{prefix}/W_0"]), _FILE_TO_MODEL_GATES)
                 lstm.input_weights[layer][direction].copy_(kernel[:proj])
                 lstm.hidden_weights[layer][direction].copy_(kernel[proj:])
-                bias = _permute_gates(t(arrays[f"{prefix}/B"]), _FILE_TO_MODEL_GATES)
+                bias = permute_gates(t(arrays[f"{prefix}/B"]), _FILE_TO_MODEL_GATES)
                 lstm.biases[layer][direction].copy_(bias)
                 lstm.projections[layer][direction].copy_(t(arrays[f"{prefix}/W_P_0"]))
 
@@ -326,8 +326,8 @@ def original_arrays(bilm: ElmoBiLM) -> Dict[str, numpy.ndarray]:
             kernel = torch.cat(
                 [lstm.input_weights[layer][direction], lstm.hidden_weights[layer][direction]]
             )
-            arrays[f"{prefix}/W_0"] = _permute_gates(kernel, _MODEL_TO_FILE_GATES)
-            arrays[f"{prefix}/B"] = _permute_gates(lstm.biases[layer][direction], _MODEL_TO_FILE_GATES)
+            arrays[f"{prefix}/W_0"] = permute_gates(kernel, _MODEL_TO_FILE_GATES)
+            arrays[f"{prefix}/B"] = permute_gates(lstm.biases[layer][direction], _MODEL_TO_FILE_GATES)
             arrays[f"{prefix}/W_P_0"] = lstm.projections[layer][direction]
     return {
         name: numpy.ascontiguousarray(value.detach().to("cpu", torch.float32).numpy())
@@ -362,11 +362,10 @@ def save_bilm(bilm: ElmoBiLM, directory: PathLike) -> Tuple[Path, Path]:
     return options_path, weights_path
 
 
-
 def _lstm_prefix(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
-def _permute_gates(tensor: torch.Tensor, order: Tuple[int, ...]) -> torch.Tensor:
+def permute_gates(tensor: torch.Tensor, order: Tuple[int, ...]) -> torch.Tensor:
     blocks = tensor.chunk(4, dim=-1)
     return torch.cat([blocks[i] for i in order], dim=-1)
