@@ -20,7 +20,7 @@ from .precision import autocast, autocast_dtype
 from .processes import Processes
 from .run_directory import RunDirectory
 from .run_text import TextReading
-from .statistics import perplexity, unigram_perplexity
+from .statistics import language_model_scores, unigram_perplexity
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]
@@ -48,16 +48,7 @@ def held_out_perplexity(
         totals[:2] += nll.double()
         totals[2] += n_predictions(batch)
     nll_forward, nll_backward, n_tokens = processes.sum(totals).tolist()
-    n_tokens = max(n_tokens, 1.0)
-    forward = perplexity(nll_forward, n_tokens)
-    backward = perplexity(nll_backward, n_tokens)
-    return {
-        "dev_loss": (nll_forward + nll_backward) / (2 * n_tokens),
-        "dev_perplexity_forward": forward,
-        "dev_perplexity_backward": backward,
-        "dev_perplexity": (forward + backward) / 2,
-        "dev_tokens": int(n_tokens),
-    }
+    return {**language_model_scores("dev_", nll_forward, nll_backward, n_tokens), "dev_tokens": int(max(n_tokens, 1.0))}
 
 
 def run_perplexity(

@@ -5,7 +5,7 @@ from typing import Any, Dict, Optional
 import torch
 
 from .processes import Processes
-from .statistics import perplexity
+from .statistics import language_model_scores
 from .trainer import StepResult
 
 
@@ -60,17 +60,12 @@ class Progress:
         self.elapsed += seconds
         self.tokens_seen += int(tokens)
         tokens = max(tokens, 1.0)
-        forward = perplexity(nll_forward, tokens)
-        backward = perplexity(nll_backward, tokens)
         record = {
             "kind": "train",
             "step": self.step,
             "epoch": self.epoch(n_train_tokens),
             "tokens": self.tokens_seen,
-            "train_loss": (nll_forward + nll_backward) / (2 * tokens),
-            "train_perplexity_forward": forward,
-            "train_perplexity_backward": backward,
-            "train_perplexity": (forward + backward) / 2,
+            **language_model_scores("train_", nll_forward, nll_backward, tokens),
             "grad_norm": self.grad_norm / max(self.steps - self.skipped, 1),
             "skipped_steps": self.skipped,
             "learn_rate": optimizer.param_groups[0]["lr"],

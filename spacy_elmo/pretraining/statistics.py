@@ -14,6 +14,19 @@ def perplexity(nll: float, n_tokens: float) -> float:
     return math.exp(mean) if mean < 709.0 else math.inf
 
 
+def language_model_scores(prefix: str, nll_forward: float, nll_backward: float, n_tokens: float) -> Dict[str, float]:
+    """``{prefix}loss`` (the mean of both directions' per-token loss) and the
+    forward, backward and mean perplexities of summed log-likelihoods."""
+    n_tokens = max(n_tokens, 1.0)
+    forward, backward = perplexity(nll_forward, n_tokens), perplexity(nll_backward, n_tokens)
+    return {
+        f"{prefix}loss": (nll_forward + nll_backward) / (2 * n_tokens),
+        f"{prefix}perplexity_forward": forward,
+        f"{prefix}perplexity_backward": backward,
+        f"{prefix}perplexity": (forward + backward) / 2,
+    }
+
+
 def count_corpus(sentences: Iterable[Sentence]) -> Tuple[Counter, int, int]:
     """Word counts, sentences and words of a sentence stream (the vocabulary pass)."""
     counts: Counter = Counter()

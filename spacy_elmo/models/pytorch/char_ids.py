@@ -4,7 +4,7 @@ A token becomes ``[BOW, byte_1 .. byte_48, EOW, PAD, ...]`` (50 ids), then every
 is shifted by +1 so that id 0 marks a padded (absent) token.
 """
 from functools import lru_cache
-from typing import Dict, Sequence, Tuple
+from typing import Callable, Dict, Sequence, Tuple
 
 import numpy
 import torch
@@ -47,16 +47,23 @@ def token_char_ids(token: str) -> Tuple[int, ...]:
 def batch_to_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     """Character ids of a batch of tokenised sentences, without boundary tokens.
 
-    Each distinct token's row is built once and copied to all its places.
     *Shape:* ``(n_sentences, max_tokens, 50)``, int64; padded tokens are all 0.
+    """
+    return padded_ids(sentences, token_char_ids, MAX_CHARS_PER_TOKEN)
+
+
+def padded_ids(sentences: Sequence[Sequence[str]], row_of: Callable[[str], Tuple[int, ...]], width: int) -> torch.Tensor:
+    """Each token's ``row_of(token)``, built once per distinct token and copied to all its places.
+
+    *Shape:* ``(n_sentences, max_tokens, width)``, int64; padded tokens are all 0.
     """
     lengths = numpy.array([len(s) for s in sentences], dtype=numpy.int64)
     max_len = int(lengths.max()) if len(sentences) else 0
-    ids = numpy.zeros((len(sentences), max_len, MAX_CHARS_PER_TOKEN), dtype=numpy.int64)
+    ids = numpy.zeros((len(sentences), max_len, width), dtype=numpy.int64)
     distinct: Dict[str, int] = {}
     places = [distinct.setdefault(token, len(distinct)) for sentence in sentences for token in sentence]
     if places:
-        rows = numpy.array([token_char_ids(token) for token in distinct], dtype=numpy.int64)
+        rows = numpy.array([row_of(token) for token in distinct], dtype=numpy.int64)
         ids[numpy.arange(max_len)[None, :] < lengths[:, None]] = rows[numpy.array(places)]
     return torch.from_numpy(ids)
 

@@ -11,8 +11,9 @@ Every id is shifted by +1 so that id 0 marks a padded (absent) token.
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import numpy
 import torch
+
+from .char_ids import padded_ids
 
 BOS, EOS, OOV, PAD, BOW, EOW = "<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>"
 CHARACTER_SPECIALS = (BOS, EOS, OOV, PAD, BOW, EOW)
@@ -56,15 +57,7 @@ class DictionaryIds:
     def batch(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """*Shape:* ``(n_sentences, max_tokens, word_columns + max_chars)``, int64,
         without boundary tokens; padded tokens are all 0."""
-        max_len = max((len(s) for s in sentences), default=0)
-        ids = numpy.zeros((len(sentences), max_len, self.word_columns + self.max_chars), dtype=numpy.int64)
-        rows: Dict[str, Tuple[int, ...]] = {}
-        for i, sentence in enumerate(sentences):
-            for j, token in enumerate(sentence):
-                if token not in rows:
-                    rows[token] = self.row(token)
-                ids[i, j] = rows[token]
-        return torch.from_numpy(ids)
+        return padded_ids(sentences, self.row, self.word_columns + self.max_chars)
 
     def to_dict(self) -> Dict[str, Any]:
         """Entries in id order, for serialization (None for an id no entry has)."""
