@@ -48,7 +48,8 @@ def held_out_perplexity(
         totals[:2] += nll.double()
         totals[2] += n_predictions(batch)
     nll_forward, nll_backward, n_tokens = processes.sum(totals).tolist()
-    return {**language_model_scores("dev_", nll_forward, nll_backward, n_tokens), "dev_tokens": int(max(n_tokens, 1.0))}
+    scores = language_model_scores("dev_", nll_forward, nll_backward, n_tokens)
+    return {**scores, "dev_tokens": int(max(n_tokens, 1.0))}
 
 
 def run_perplexity(

@@ -52,7 +52,9 @@ def batch_to_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     return padded_ids(sentences, token_char_ids, MAX_CHARS_PER_TOKEN)
 
 
-def padded_ids(sentences: Sequence[Sequence[str]], row_of: Callable[[str], Tuple[int, ...]], width: int) -> torch.Tensor:
+def padded_ids(
+    sentences: Sequence[Sequence[str]], row_of: Callable[[str], Tuple[int, ...]], width: int
+) -> torch.Tensor:
     """Each token's ``row_of(token)``, built once per distinct token and copied to all its places.
 
     *Shape:* ``(n_sentences, max_tokens, width)``, int64; padded tokens are all 0.

@@ -222,16 +222,11 @@ def _set_state(bilm: ElmoBiLM, embedder: Dict[str, torch.Tensor], encoder: Dict[
         for layer in range(options.n_layers):
             for d, direction in enumerate(("forward", "backward")):
                 prefix = f"{direction}_layer_{layer}"
-                [input_weight, hidden_weight, bias] = [
-                    permute_gates(tensor, _FILE_TO_MODEL_GATES)
-                    for tensor in (
-                        encoder[f"{prefix}.input_linearity.weight"].T,
-                        encoder[f"{prefix}.state_linearity.weight"].T,
-                        encoder[f"{prefix}.state_linearity.bias"],
-                    )
-                ]
-                lstm.input_weights[layer][d].copy_(input_weight)
-                lstm.hidden_weights[layer][d].copy_(hidden_weight)
+                input_weight = encoder[f"{prefix}.input_linearity.weight"].T
+                hidden_weight = encoder[f"{prefix}.state_linearity.weight"].T
+                lstm.input_weights[layer][d].copy_(permute_gates(input_weight, _FILE_TO_MODEL_GATES))
+                lstm.hidden_weights[layer][d].copy_(permute_gates(hidden_weight, _FILE_TO_MODEL_GATES))
+                bias = permute_gates(encoder[f"{prefix}.state_linearity.bias"], _FILE_TO_MODEL_GATES)
                 bias[hidden : 2 * hidden] -= 1.0  # the model adds TensorFlow's forget bias of 1
                 lstm.biases[layer][d].copy_(bias)
                 lstm.projections[layer][d].copy_(encoder[f"{prefix}.state_projection.weight"].T)
