@@ -5,6 +5,9 @@ tokenizer, natural order), with the shipped `english-compact` biLM (or a named
 model, or a randomly initialised biLM of a named `--size`); median of the repeats
 after one warm-up pass. "warm" repeats keep the token-vector cache filled by the
 warm-up, as a long `nlp.pipe` stream does; "cold" empties it before each repeat.
+`--sentences-per-text N` joins N sentences into each text (running text, as users
+give it), so the component's own sentence search is timed too; `--setting
+model.get_spans.@misc=spacy-elmo.doc_spans.v1` reads such texts in windows instead.
 
 Pipelines: `--pipeline DIR` (a trained pipeline with ELMo, e.g. from
 `configs/ner_elmo.cfg`) and `--baseline-pipeline DIR` (the same without ELMo) over
@@ -91,7 +94,9 @@ def bench_component(args: argparse.Namespace) -> None:
         label = args.model
     nlp.add_pipe("elmo", config=config)
     nlp.initialize()
-    texts = read_texts(args.conllu, args.n_sentences, seed=0)
+    sentences = read_texts(args.conllu, args.n_sentences, seed=0)
+    n = args.sentences_per_text
+    texts = [" ".join(sentences[i : i + n]) for i in range(0, len(sentences), n)]
     n_tokens = sum(len(doc) for doc in nlp.tokenizer.pipe(texts))
     extra = " ".join(args.setting)
     for batch_size in args.batch_sizes:
@@ -104,7 +109,8 @@ def bench_component(args: argparse.Namespace) -> None:
             before = (lambda: None) if cache == "warm" else (lambda: empty_token_cache(nlp))
             median = median_seconds(run, args.repeats, before)
             print(
-                f"elmo component, {label} {extra}, nlp.pipe batch_size {batch_size}, {cache}: {n_tokens} tokens, "
+                f"elmo component, {label} {extra}, {n} sentences a text, nlp.pipe batch_size {batch_size}, {cache}: "
+                f"{n_tokens} tokens, "
                 f"median {median:.3f} s of {args.repeats} -> {n_tokens / median:,.0f} tokens/s",
                 flush=True,
             )
@@ -181,6 +187,7 @@ def main() -> None:
     parser.add_argument("--setting", nargs="*", default=[], help="component settings, key=value")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--n-sentences", type=int, default=256)
+    parser.add_argument("--sentences-per-text", type=int, default=1, help="sentences joined into one text")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conllu", type=Path, default=DEFAULT_CONLLU)
     parser.add_argument("--skip-component", action="store_true")

@@ -13,8 +13,10 @@
 4. in that venv, from an empty working directory (so nothing in the project is
    reachable): `spacy.load(name)`, run it on a text and check that the pipeline and
    spacy-elmo were not loaded from the project checkout, that `doc.tensor` has one
-   finite, non-zero row per token and, when the pipeline has an `elmo` component,
-   that `doc._.elmo` holds every biLM layer for every token. (`doc.tensor` is a
+   finite, non-zero row per token, when the pipeline has an `elmo` component,
+   that `doc._.elmo` holds every biLM layer for every token, and when it has a
+   parser, that the paragraph is parsed whole (every token has a head, and the
+   report gives the sentences the parser found). (`doc.tensor` is a
    shared slot: a `tok2vec` after `elmo` overwrites it; the report gives its width.)
 
 Writes a JSON report (`--report`) and exits non-zero with the reason when any step fails.
@@ -35,7 +37,10 @@ from wasabi import msg
 
 from spacy_elmo.output_files import atomic_output_path
 
-CHECK_TEXT = "The bank raised its rates. We sat on the bank of the river and watched the boats."
+CHECK_TEXT = (
+    "The bank raised its rates again. We sat on the bank of the river and watched the boats. "
+    "Nobody knew when the rain would stop."
+)
 
 # Runs inside the fresh venv; prints one JSON line.
 LOAD_CHECK = """
@@ -57,6 +62,8 @@ print(json.dumps({
     "elmo_layers_shape": list(doc._.elmo.layers.shape) if doc.has_extension("elmo") and doc._.elmo is not None else None,
     "tags": [token.tag_ for token in doc][:8],
     "deps": [token.dep_ for token in doc][:8],
+    "unparsed_tokens": sum(1 for token in doc if not token.dep_) if "parser" in nlp.pipe_names else None,
+    "sentences": [sent.text for sent in doc.sents] if doc.has_annotation("SENT_START") else None,
     "spacy_elmo": __import__("spacy_elmo").__file__,
 }))
 """
@@ -171,6 +178,8 @@ def check_in_fresh_venv(wheel: Path, package_name: str, workdir: Path, checkout:
         layers = result["elmo_layers_shape"]
         if not layers or len(layers) != 3 or layers[1] != result["n_tokens"]:
             problems.append(f"doc._.elmo has layers of shape {layers}, expected (n_layers, {result['n_tokens']}, width)")
+    if result["unparsed_tokens"]:
+        problems.append(f"the parser left {result['unparsed_tokens']} of {result['n_tokens']} tokens without a head")
     result["problems"] = problems
     return result
 
@@ -194,7 +203,7 @@ def main(
     msg.good(
         f"{package_name} {meta['version']} installs into a fresh venv and loads: pipeline {result['pipeline']}, "
         f"doc.tensor {tuple(result['tensor_shape'])}, doc._.elmo layers {result['elmo_layers_shape']} "
-        f"for {result['n_tokens']} tokens"
+        f"for {result['n_tokens']} tokens" + (f", {len(result['sentences'])} sentences" if result["sentences"] else "")
     )
 
 

@@ -1,7 +1,9 @@
 """The pipelines side by side: a Markdown table and a PNG chart from `spacy evaluate` JSON files.
 
 Reads `<metrics_dir>/{ud,ner}_{baseline,vectors,elmo,elmo_vectors}.json` (the baseline and
-whichever others exist) and, optionally, the pretraining log (`metrics.jsonl` of `python -m
+whichever others exist: `spacy evaluate` on the dev set's raw text, as a user runs a pipeline),
+beside them `*_sentences.json` where present (`spacy evaluate --gold-preproc`: the corpus' own
+words, one sentence per Doc) and, optionally, the pretraining log (`metrics.jsonl` of `python -m
 spacy_elmo pretrain`). Writes `compare.md` (per task and metric: each pipeline's score and its
 difference from the baseline; words/s and the seconds each 1,000 words cost; the final held-out
 perplexity) and `compare.png` (per task, each pipeline as a point of its main score against its
@@ -62,6 +64,13 @@ def collect_rows(metrics_dirs: Sequence[Path]) -> List[Row]:
             if absent[system]:
                 msg.fail(f"Missing metrics file {absent[system][0]}: every directory needs the same pipelines", exits=1)
         results = {system: [read_json(path) for path in paths[system]] for system in present}
+        sentences = {system: [path.with_name(f"{path.stem}_sentences.json") for path in paths[system]] for system in present}
+        if all(path.exists() for files in sentences.values() for path in files):
+            label = dict(metrics)[main_key]
+            metrics = [*metrics, (f"sentences:{main_key}", f"{label}, gold sentences")]
+            for system in present:
+                for result, path in zip(results[system], sentences[system]):
+                    result[f"sentences:{main_key}"] = read_json(path).get(main_key)
         for key, label in [*metrics, ("speed", "words/s")]:
             runs = {system: [result.get(key) for result in results[system]] for system in present}
             if all(isinstance(v, (int, float)) for values in runs.values() for v in values):
@@ -122,9 +131,11 @@ def markdown_table(rows: List[Row], dev_log: List[Row], title: str) -> str:
                 costs = [f"{1000 / row['scores'][s]:.3f} s" if row["scores"].get(s) else "–" for s, _ in systems]
                 lines.append(f"| {row['task']} | s per 1,000 words | " + " | ".join(costs) + " |")
         averaged = f" Means of {n_runs} runs (words/s: the median)." if n_runs > 1 else ""
-        lines += ["", "Scores are percentages on the dev set (`spacy evaluate --gold-preproc`: gold tokens and "
-                  "sentences), in parentheses the difference from the baseline; words/s as `spacy evaluate` "
-                  f"measures it, on this machine.{averaged}"]
+        lines += ["", "Scores are percentages on the dev set's raw text (`spacy evaluate`: spaCy's tokenizer and "
+                  "the pipeline's own sentences, as `nlp(text)` runs); \"gold sentences\" rows give the same "
+                  "pipelines on the corpus' words, one sentence per Doc (`--gold-preproc`). In parentheses the "
+                  "difference from the baseline; words/s as `spacy evaluate` measures it (raw text), on this "
+                  f"machine.{averaged}"]
     else:
         lines.append("No metrics found.")
     if dev_log:

@@ -1,14 +1,19 @@
 """Span getters: how a Doc is cut into the spans the biLM reads one at a time.
 
-The biLM's memory and time grow with the length of what it reads, and ELMo was
-trained on sentences, so a Doc is read sentence by sentence when it has
-sentence boundaries, and in consecutive spans of at most ``max_length`` tokens
-otherwise: a 20,000-token Doc without boundaries is 79 spans of 256 tokens.
-Every span is encoded independently of the others.
+ELMo was trained on sentences, and the biLM's memory and time grow with the
+length of what it reads, so a Doc is read sentence by sentence, each sentence
+cut into consecutive spans of at most ``max_length`` tokens. Every span is
+encoded independently of the others, so a sentence gets the same layers inside
+a paragraph as alone. ``sentence_spans.v2`` takes the Doc's sentence boundaries
+when an earlier component set them, and otherwise finds sentences itself by
+spaCy's ``sentencizer`` rules, without writing them onto the Doc.
+``sentence_spans.v1`` (older pipelines) and ``doc_spans.v1`` read Docs without
+boundaries in windows of ``max_length`` tokens that run across sentences.
 """
 from functools import partial
-from typing import Iterable, Iterator, List
+from typing import Iterable, Iterator, List, Optional, Sequence
 
+from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc, Span
 
 from ..errors import SettingsError
@@ -26,6 +31,19 @@ def build_sentence_spans_v1(*, max_length: int = 256) -> SpanGetterT:
     return partial(sentence_spans, max_length=max_length)
 
 
+def build_sentence_spans_v2(*, max_length: int = 256, punct_chars: Optional[Sequence[str]] = None) -> SpanGetterT:
+    """Sentences: the Doc's own boundaries when it has them, else those that
+    spaCy's ``sentencizer`` rules find (not written onto the Doc); sentences
+    longer than ``max_length`` tokens are cut into consecutive spans.
+
+    punct_chars (Optional[List[str]]): the tokens that end a sentence (null:
+        the sentencizer's default list, which covers many scripts).
+    """
+    _check_max_length(max_length)
+    sentencizer = Sentencizer(punct_chars=list(punct_chars) if punct_chars else None)
+    return partial(found_sentence_spans, sentencizer=sentencizer, max_length=max_length)
+
+
 def build_doc_spans_v1(*, max_length: int = 256) -> SpanGetterT:
     """Consecutive spans of at most ``max_length`` tokens over the whole Doc,
     ignoring sentence boundaries."""
@@ -40,6 +58,18 @@ def sentence_spans(docs: Iterable[Doc], *, max_length: int) -> List[List[Span]]:
             spans.append([span for sent in doc.sents for span in _cut(sent, max_length)])
         else:
             spans.append(list(_cut(doc[:], max_length)))
+    return spans
+
+
+def found_sentence_spans(docs: Iterable[Doc], *, sentencizer: Sentencizer, max_length: int) -> List[List[Span]]:
+    spans = []
+    for doc in docs:
+        if doc.has_annotation("SENT_START"):
+            sentences: Iterable[Span] = doc.sents
+        else:
+            starts = [i for i, start in enumerate(sentencizer.predict([doc])[0]) if start]
+            sentences = (doc[start:end] for start, end in zip(starts, starts[1:] + [len(doc)]))
+        spans.append([span for sentence in sentences for span in _cut(sentence, max_length)])
     return spans
 
 

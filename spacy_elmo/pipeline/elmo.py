@@ -51,8 +51,9 @@ DEFAULT_CONFIG = Config().from_str(
     max_batch_tokens = 8192
 
     [model.get_spans]
-    @misc = "spacy-elmo.sentence_spans.v1"
+    @misc = "spacy-elmo.sentence_spans.v2"
     max_length = 256
+    punct_chars = null
     """
 )
 

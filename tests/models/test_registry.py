@@ -8,7 +8,7 @@ from spacy_elmo.models.tok2vec_elmo import build_tok2vec_elmo_v1
 from spacy_elmo.models.listener import build_elmo_listener_v1
 from spacy_elmo.models.loaders import build_elmo_weights_loader_v1, build_original_weights_loader_v1
 from spacy_elmo.models.scalar_mix_layer import build_scalar_mix_v1
-from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1
+from spacy_elmo.models.spans import build_doc_spans_v1, build_sentence_spans_v1, build_sentence_spans_v2
 from spacy_elmo.pipeline.elmo import make_elmo
 from spacy_elmo.pipeline.static_vectors import create_static_vectors_loader_v1
 
@@ -20,6 +20,7 @@ ARCHITECTURES = {
 }
 MISC = {
     "spacy-elmo.sentence_spans.v1": build_sentence_spans_v1,
+    "spacy-elmo.sentence_spans.v2": build_sentence_spans_v2,
     "spacy-elmo.doc_spans.v1": build_doc_spans_v1,
     "spacy-elmo.original_weights.v1": build_original_weights_loader_v1,
     "spacy-elmo.elmo_weights.v1": build_elmo_weights_loader_v1,

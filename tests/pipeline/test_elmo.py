@@ -164,7 +164,7 @@ def test_long_doc_without_sentence_boundaries_is_read_in_bounded_spans(nlp, monk
         return forward(char_ids, **kwargs)
 
     monkeypatch.setattr(bilm, "forward", recording_forward)
-    words = ["word", "another", "and", "more", "."] * 4000
+    words = ["word", "another", "and", "more", ","] * 4000  # one sentence of 20,000 tokens
     doc = nlp(Doc(nlp.vocab, words=words))
     assert len(doc) == 20_000 and not doc.has_annotation("SENT_START")
     assert doc._.elmo.layers.shape == (3, 20_000, 32)
@@ -183,6 +183,26 @@ def test_sentences_are_read_separately(nlp):
     numpy.testing.assert_allclose(
         doc._.elmo.layers[:, 3:], _reference_layers(nlp, [t.text for t in doc[3:]]), atol=1e-6
     )
+
+
+def test_a_sentence_gets_the_same_layers_in_a_paragraph_as_alone():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    nlp.initialize()  # the shipped biLM
+    sentence = "She walked along the river bank until dusk."
+    alone = nlp(sentence)
+    paragraph = nlp(f"It had rained all day. {sentence} Then she went home, tired.")
+    assert not paragraph.has_annotation("SENT_START")  # found for the biLM, not written
+    start = next(t.i for t in paragraph if t.text == "She")
+    inside = paragraph._.elmo.layers[:, start : start + len(alone)]
+    assert numpy.abs(inside - alone._.elmo.layers).max() < 1e-5
+
+
+def test_windows_across_sentences_by_name(weights):
+    windows = {"model": {"get_spans": {"@misc": "spacy-elmo.doc_spans.v1", "max_length": 256}}}
+    nlp = elmo_nlp(weights, taggers=(), elmo_config=windows)
+    doc = nlp("It rained all day. The bank of the river flooded.")
+    numpy.testing.assert_allclose(doc._.elmo.layers, _reference_layers(nlp, [t.text for t in doc]), atol=1e-6)
 
 
 def test_pipe_output_does_not_depend_on_the_batch_size(nlp):

@@ -85,6 +85,45 @@ def test_convert_conllu_writes_the_named_file(tmp_path: Path):
     assert doc[0].dep_ and doc[0].tag_ and doc[0].pos_
 
 
+CONTRACTIONS = """# text = Gosto do livro.
+1\tGosto\tgostar\tVERB\t_\t_\t0\troot\t_\t_
+2-3\tdo\t_\t_\t_\t_\t_\t_\t_\t_
+2\tde\tde\tADP\t_\t_\t4\tcase\t_\t_
+3\to\to\tDET\t_\t_\t4\tdet\t_\t_
+4\tlivro\tlivro\tNOUN\t_\t_\t1\tobl\t_\tSpaceAfter=No
+5\t.\t.\tPUNCT\t_\t_\t1\tpunct\t_\t_
+
+# text = I don't go.
+1\tI\tI\tPRON\tPRP\t_\t4\tnsubj\t_\t_
+2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_
+4\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\tSpaceAfter=No
+5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_
+
+"""
+
+
+@pytest.mark.parametrize(
+    "lang,words,expected",
+    [
+        # Portuguese: the tokenizer keeps "do" whole, so it is one token; "don't" it does not split.
+        ("pt", "tokenizer", ["Gosto do livro.", "Gosto|do|livro|.", "I don't go.", "I|don't|go|."]),
+        # English: the tokenizer splits "don't" into the treebank's words, which stay.
+        ("en", "tokenizer", ["Gosto do livro.", "Gosto|do|livro|.", "I don't go.", "I|do|n't|go|."]),
+        ("pt", "treebank", ["Gosto deo livro.", "Gosto|de|o|livro|.", "I don't go.", "I|do|n't|go|."]),
+    ],
+)
+def test_convert_conllu_words_are_the_tokenizers(tmp_path: Path, lang: str, words: str, expected):
+    source = tmp_path / "c.conllu"
+    source.write_text(CONTRACTIONS, encoding="utf8")
+    convert.convert(source, tmp_path / "c.spacy", layout="conllu", n_sents=1, words=words, lang=lang)
+    docs = read_docs(tmp_path / "c.spacy")
+    assert [part for doc in docs for part in (doc.text.strip(), "|".join(t.text for t in doc))] == expected
+    if words == "tokenizer":  # the merged token keeps its head and its words' tags
+        assert (docs[0][1].dep_, docs[0][1].head.text, docs[0][1].tag_) == ("case", "livro", "ADP_DET")
+
+
 @pytest.mark.parametrize(
     "text,layout,message",
     [
@@ -185,6 +224,16 @@ def test_compare_table_and_chart(tmp_path: Path):
     assert "held-out perplexity at step 10: 400.0 (average), 390.0 (forward), 410.0 (backward), from 900.0 at step 0" in table
     compare.draw_chart(rows, train, dev, tmp_path / "compare.png", "test")
     assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
+    assert "raw text" in table and "gold sentences |" not in table
+
+
+def test_compare_shows_the_gold_sentence_scores_beside_the_raw_text_ones(tmp_path: Path):
+    for system, raw, gold in (("baseline", 0.70, 0.80), ("elmo", 0.75, 0.84)):
+        (tmp_path / f"ud_{system}.json").write_text(json.dumps({"dep_las": raw, "speed": 1000.0}))
+        (tmp_path / f"ud_{system}_sentences.json").write_text(json.dumps({"dep_las": gold, "speed": 900.0}))
+    table = compare.markdown_table(compare.collect_rows([tmp_path]), [], "t")
+    assert "| UD | LAS | 70.00 | 75.00 (+5.00) |" in table
+    assert "| UD | LAS, gold sentences | 80.00 | 84.00 (+4.00) |" in table
 
 
 def test_compare_averages_runs_of_several_seeds(tmp_path: Path):
