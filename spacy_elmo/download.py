@@ -7,7 +7,8 @@ an interrupted download leaves nothing behind and simply starts again next time.
 A file already in place is used without any network. Redirects are followed only to
 http(s), a file may not exceed `MAX_BYTES` nor take longer than `DEADLINE_S`, whatever
 the server sends, and credentials in a URL (user info, query values) never appear in
-a message.
+a message. A URL that urllib would read otherwise than it looks (a password holding a
+space, "/", "?", "#" or "@") is refused before any connection.
 """
 import contextlib
 import http.client
@@ -15,8 +16,9 @@ import re
 import socket
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, List, Optional
 
 from .errors import InputError, SpacyElmoError, one_line
@@ -36,10 +38,7 @@ def download(url: str, destination: Path, *, verify: Verifier, what: str = "file
     arrives is cached only once `verify(file, url as errors show it)` accepts it."""
     if destination.is_file():
         return destination
-    if not url.startswith(("http://", "https://")):
-        raise InputError(
-            f"Cannot download {what} from {redact(url)}: the base URL must start with http:// or https://"
-        )
+    _check_url(url, what)
     check_output_file(destination, what="The model cache file")  # a writable cache, before any network
     remove_stale_temp_files(destination.parent, [destination.name])
     try:
@@ -59,6 +58,50 @@ def download(url: str, destination: Path, *, verify: Verifier, what: str = "file
             "set by the loader's cache_dir and base_url, or SPACY_ELMO_CACHE and SPACY_ELMO_BASE_URL)"
         ) from None
     return destination
+
+
+def _check_url(url: str, what: str) -> None:
+    """Refuse a URL whose host urllib would read otherwise than a person does: a
+    password's space, "/", "?", "#" or "@" must be percent-encoded, or part of the
+    password becomes the host, the port or the path (and shows in messages)."""
+    if not url.startswith(("http://", "https://")):
+        raise InputError(
+            f"Cannot download {what} from {_masked(url)}: the base URL must start with http:// or https://"
+        )
+    problem = ""
+    if re.search(r"[\x00-\x20\x7f]", url):
+        problem = "holds a space or a control character"
+    else:
+        try:
+            parts = urllib.parse.urlsplit(url)
+            parts.port  # noqa: B018 (raises on a port that is not a number)
+        except ValueError:
+            problem = "has an invalid host or port"
+        else:
+            if not parts.hostname:
+                problem = "has no host"
+            elif "@" in url[len(parts.scheme) + len("://") + len(parts.netloc):]:
+                problem = "holds an '@' after its host"
+    if problem:
+        raise InputError(
+            f"Cannot download {what} from {_masked(url)}: the base URL {problem}; a space, '/', '?', '#' "
+            "or '@' in its user name or password must be percent-encoded (%20, %2F, %3F, %23, %40)"
+        )
+
+
+def _masked(url: str) -> str:
+    """`url`, well-formed or not, with everything between ``://`` and its last ``@``
+    masked, and all after its first ``?`` or ``#`` (wherever a password ends)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        scheme, rest = "", url
+    user_info = "***@" if "@" in rest else ""
+    return scheme + separator + user_info + re.sub(r"([?#]).*", r"\1***", rest.rsplit("@", 1)[-1], flags=re.S)
+
+
+def file_name(url: str) -> str:
+    """The file name that ends `url`'s path (its query and fragment left out)."""
+    return PurePosixPath(urllib.parse.urlsplit(url).path).name
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
@@ -200,13 +243,14 @@ def _receive(opener: urllib.request.OpenerDirector, url: str, target: Path, *, w
     """Stream `url` into `target`: all the bytes it announces, and no more than `MAX_BYTES`."""
     from tqdm import tqdm
 
-    limit = MAX_BYTES.get(Path(url).suffix, 2 << 30)
+    name = file_name(url)
+    limit = MAX_BYTES.get(PurePosixPath(name).suffix, 2 << 30)
     with opener.open(url, timeout=TIMEOUT_S) as response:
         total = _content_length(response.headers.get("Content-Length"), url)
         if total is not None and total > limit:
             raise InputError(f"{redact(url)} announces {total:,} bytes, more than the {limit:,} a model file may have")
         with target.open("wb") as out, tqdm(
-            total=total, unit="B", unit_scale=True, desc=f"Downloading {what}: {Path(url).name}",
+            total=total, unit="B", unit_scale=True, desc=f"Downloading {what}: {name}",
             leave=False, disable=None,
         ) as bar:
             received = 0

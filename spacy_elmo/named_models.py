@@ -14,12 +14,14 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple, Union
 
 from .download import Verifier, download
 from .errors import InputError
 
 PathLike = Union[str, Path]
+#: Accepts a model's files (raises otherwise) once they are all downloaded.
+ModelCheck = Callable[[Tuple[Path, ...]], None]
 
 ALLENNLP_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 NLPL_URL = "http://vectors.nlpl.eu/repository"
@@ -168,12 +170,21 @@ def base_url(model: NamedModel, override: Optional[str] = None) -> str:
     return (override or os.environ.get("SPACY_ELMO_BASE_URL") or model.publisher_url).rstrip("/")
 
 
+def file_url(base: str, path: str) -> str:
+    """The URL of `path` under `base`, placed before the base's query and fragment (a
+    mirror's token or signature is for every file)."""
+    head = base.split("?", 1)[0].split("#", 1)[0]
+    return f"{head.rstrip('/')}/{path}{base[len(head):]}"
+
+
 def model_files(
-    name: str, *, verify: Verifier, cache: Optional[PathLike] = None, url: Optional[str] = None
+    name: str, *, verify: Verifier, check: Optional[ModelCheck] = None,
+    cache: Optional[PathLike] = None, url: Optional[str] = None,
 ) -> Tuple[Path, ...]:
     """The files of a named model, in :meth:`NamedModel.file_names` order: (options.json,
     weights.hdf5), or an ELMoForManyLangs archive. Published ones are downloaded into the
-    cache on first use (each file kept once `verify` accepts it) and read from it afterwards."""
+    cache on first use (each file kept once `verify` accepts it, and all of them once
+    `check` accepts the model they make) and read from it afterwards."""
     if name not in NAMED_MODELS:
         raise InputError(f"Unknown ELMo model name {name!r}; known names: {known_names()}")
     model = NAMED_MODELS[name]
@@ -191,9 +202,13 @@ def model_files(
     targets = [folder / file_name for file_name in model.file_names()]
     new_files = [path for path in targets if not path.exists()]
     try:
-        return tuple(
-            download(f"{remote}/{path}", target, verify=verify, what=what) for path, target in zip(model.files, targets)
+        files = tuple(
+            download(file_url(remote, path), target, verify=verify, what=what)
+            for path, target in zip(model.files, targets)
         )
+        if new_files and check is not None:
+            check(files)
+        return files
     except BaseException:
         # A model arrives whole or not at all: nothing of a failed first download stays in the cache.
         for path in [*new_files, *new_folders]:  # files, then folders deepest first
@@ -203,7 +218,8 @@ def model_files(
 
 
 def locate_model(
-    model: PathLike, *, verify: Verifier, cache: Optional[PathLike] = None, url: Optional[str] = None
+    model: PathLike, *, verify: Verifier, check: Optional[ModelCheck] = None,
+    cache: Optional[PathLike] = None, url: Optional[str] = None,
 ) -> Tuple[Path, Optional[Path]]:
     """(weights file, directory or archive; options.json or None) of a path or a model name.
 
@@ -214,7 +230,7 @@ def locate_model(
     if path.exists():
         return path, None
     if str(model) in NAMED_MODELS:
-        files = model_files(str(model), verify=verify, cache=cache, url=url)
+        files = model_files(str(model), verify=verify, check=check, cache=cache, url=url)
         return (files[0], None) if len(files) == 1 else (files[1], files[0])
     raise InputError(
         f"Weights file not found: {model} (no such file or directory, and not an ELMo model name: "

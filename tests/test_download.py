@@ -121,6 +121,21 @@ def test_the_default_cache_follows_xdg_and_a_bad_base_url_is_refused(tmp_path: P
         model_files("small", cache=tmp_path / "cache", url="mirror.example")
 
 
+def test_a_query_in_the_base_url_stays_the_query_of_every_file(published_layout: Path, tmp_path: Path):
+    """A mirror's token or signature (`?sig=...`) follows each file's path, not the base's."""
+    requested = []
+
+    class Recording(QuietHandler):
+        def do_GET(self) -> None:
+            requested.append(self.path)
+            super().do_GET()
+
+    with serving(published_layout, Recording) as url:
+        options, weights = model_files("small", cache=tmp_path / "cache", url=f"{url}/?sig=s3cret")
+    assert requested == [f"/{path}?sig=s3cret" for path in SMALL.files]
+    assert weights.read_bytes() == (published_layout / SMALL.files[1]).read_bytes()
+
+
 def test_a_cache_that_cannot_be_written_is_named_before_any_download(tmp_path: Path):
     blocker = tmp_path / "cache"
     blocker.write_text("a file where the cache folder should be")

@@ -11,7 +11,7 @@ import torch
 
 from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.models.loaders import find_model, load_model, load_named_weights
-from spacy_elmo.models.pytorch import elmoformanylangs_format
+from spacy_elmo.models.pytorch import elmoformanylangs_archive
 from spacy_elmo.named_models import ELMOFORMANYLANGS, NAMED_MODELS, default_model
 
 from .test_download import closed_port_url, serving
@@ -74,7 +74,7 @@ def test_an_archive_without_a_model_is_refused_and_nothing_is_cached(tmp_path):
 
 def test_an_archive_that_declares_too_much_is_refused_before_unpacking(tmp_path, monkeypatch):
     write_archive(tmp_path / "server" / "11" / "168.zip")
-    monkeypatch.setattr(elmoformanylangs_format, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(elmoformanylangs_archive, "MAX_ARCHIVE_BYTES", 1000)
     with serving(tmp_path / "server") as url:
         with pytest.raises(SpacyElmoError, match="declare .* bytes, more than the 1,000 .*refused before unpacking"):
             find_model("elmoformanylangs-pt", cache=tmp_path / "cache", url=url)

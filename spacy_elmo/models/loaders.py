@@ -12,7 +12,8 @@ from ..models.pytorch.original_format import load_bilm
 from ..named_models import default_model, is_downloaded, locate_model
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
-from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs, unpack_archive
+from .pytorch.elmoformanylangs_archive import unpack_archive
+from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs
 
 #: Returns a ready biLM (size and weights from its files).
 WeightsLoaderT = Callable[[], ElmoBiLM]
@@ -82,11 +83,26 @@ def find_model(
 ) -> Tuple[Path, Optional[Path]]:
     """(weights file or directory, options.json or None) of a path or a model name, a
     published model downloaded and verified first if it is not in the cache (an archive
-    unpacked there)."""
-    weights, options = locate_model(model, verify=verify_download, cache=cache, url=url)
-    if is_downloaded(model) and weights.suffix == ".zip":
+    unpacked there); a first download is kept only once the model loads."""
+    weights, options = locate_model(model, verify=verify_download, check=_check_loads, cache=cache, url=url)
+    if weights.suffix == ".zip":
+        if not is_downloaded(model):
+            raise InputError(
+                f"{weights} is a zip archive: unpack it and give the folder that holds its config.json (an "
+                "ELMoForManyLangs model), or give a published one by name (elmoformanylangs-LANG) to have it "
+                "downloaded and unpacked into the model cache"
+            )
         return unpack_archive(weights), None
     return weights, options
+
+
+def _check_loads(files: Tuple[Path, ...]) -> None:
+    """Load a newly downloaded model once (an archive: unpack it, which loads it), so a
+    model that does not load never stays in the cache."""
+    if len(files) == 1:
+        unpack_archive(files[0])
+    else:
+        load_bilm(files[1], files[0])
 
 
 def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:

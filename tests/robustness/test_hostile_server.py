@@ -82,12 +82,24 @@ def _external_bias(path: Path) -> None:
         handle.create_dataset("CNN/b_cnn_0", shape=shape, dtype="float32", external=[(str(outside), 0, 4 * shape[0])])
 
 
+def _other_projection(path: Path) -> None:
+    """Options that pass every check, of another size than the weights beside them."""
+    options = json.loads(path.read_text())
+    options["lstm"]["projection_dim"] *= 2
+    path.write_text(json.dumps(options))
+
+
 # The base URLs of the rows without a server ("closed..."): a closed port ({}: host:port), spelled so.
 CLOSED = {
     "closed": "http://{}",
     "closed-with-password": "http://alice:s3cret@{}",
     "closed-with-@-in-password": "http://alice:pa@s3cret@{}",
     "closed-with-token": "http://{}/elmo?token=s3cret",
+    "closed-with-space-in-password": "http://us er:s3cret x@{}",
+    "closed-with-/-in-password": "http://alice:x/s3cret@{}",
+    "closed-with-/-in-user": "http://s3cret/x:y@{}",
+    "closed-with-#-in-password": "http://alice:s3cret#x@{}",
+    "closed-ipv6-unclosed": "http://[::1",
 }
 
 
@@ -117,7 +129,25 @@ SERVERS = [
     ("no server", "closed", None, "Could not download"),
     ("no server, a password in the base URL", "closed-with-password", None, "http://***@127.0.0.1"),
     ("no server, an @ in the password", "closed-with-@-in-password", None, "http://***@127.0.0.1"),
-    ("no server, a token in the base URL", "closed-with-token", None, "/elmo?token=***"),
+    ("no server, a token in the base URL", "closed-with-token", None,
+     "/elmo/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_options.json?token=***"),
+    ("no server, a space in the password", "closed-with-space-in-password", None,
+     "from http://***@127.0.0.1:PORT/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_options.json: "
+     "the base URL holds a space or a control character; a space, '/', '?', '#' or '@' in its user name or password "
+     "must be percent-encoded"),
+    ("no server, a / in the password", "closed-with-/-in-password", None,
+     "from http://***@127.0.0.1:PORT/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_options.json: "
+     "the base URL has an invalid host or port"),
+    ("no server, a / in the user name", "closed-with-/-in-user", None,
+     "from http://***@127.0.0.1:PORT/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_options.json: "
+     "the base URL holds an '@' after its host"),
+    ("no server, a # in the password", "closed-with-#-in-password", None,
+     "from http://***@127.0.0.1:PORT: the base URL has an invalid host or port"),
+    ("base URL http://[::1", "closed-ipv6-unclosed", None,
+     "from http://[::1/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_options.json: "
+     "the base URL has an invalid host or port"),
+    ("options and weights of two sizes", None, {"options": _other_projection},
+     "_weights.hdf5: dataset 'CNN_proj/W_proj' has shape (124, 16), but from"),
 ]
 
 
@@ -135,11 +165,38 @@ def test_a_hostile_server_gives_one_line_and_leaves_nothing(
     monkeypatch.setattr(download_module, "DEADLINE_S", 0.5 if "took longer than" in message else 60)
     probe = Probe(name, lambda ws: ["embed", "text.txt", "out.hdf5", "--weights", "small"], message, absent="s3cret")
     if handler in CLOSED:
-        monkeypatch.setenv("SPACY_ELMO_BASE_URL", CLOSED[handler].format(closed_port_url()[len("http://"):]))
+        host = closed_port_url()[len("http://"):]
+        monkeypatch.setenv("SPACY_ELMO_BASE_URL", CLOSED[handler].format(host))
+        probe.message = message.replace("PORT", host.rpartition(":")[2])
         run_probe(probe, workspace, capsys, monkeypatch)
         return
     if handler == "closed-redirect":
         handler = _redirect_to(closed_port_url() + "/elmo.hdf5")
     with serving(served, *([handler] if handler else [])) as url:
         monkeypatch.setenv("SPACY_ELMO_BASE_URL", url)
+        run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def _html_everywhere(handler) -> None:
+    """A sign-in page, whatever the path: what a server sends when the signature is wrong."""
+    body = b"<html><body>Sign in</body></html>"
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def test_a_query_in_the_base_url_follows_each_files_path_and_every_file_is_checked(
+    workspace, allennlp_model_dir, tmp_path, capsys, monkeypatch
+):
+    """`?sig=...` stays the query (it was once glued before the path, and what came back
+    skipped the checks and was cached); a page in place of a file is refused, as always."""
+    monkeypatch.setenv("SPACY_ELMO_CACHE", str(workspace / "cache"))
+    probe = Probe(
+        "a query in the base URL, a page for every file",
+        lambda ws: ["embed", "text.txt", "out.hdf5", "--weights", "small"],
+        "_options.json?sig=***: not valid JSON", absent="s3cret",
+    )
+    with serving(tmp_path, _handler(_html_everywhere)) as url:
+        monkeypatch.setenv("SPACY_ELMO_BASE_URL", f"{url}/elmo?sig=s3cret")
         run_probe(probe, workspace, capsys, monkeypatch)

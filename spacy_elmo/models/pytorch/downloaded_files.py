@@ -3,8 +3,9 @@ wrong file (an HTML error page, say) is refused there, not on every later load."
 from pathlib import Path
 from typing import Any, Iterator, List, Tuple, Union
 
+from ...download import file_name
 from ...errors import InputError, SpacyElmoError, one_line
-from .elmoformanylangs_format import archive_members
+from .elmoformanylangs_archive import archive_members
 from .original_format import MAX_PARAMETERS, declared_values, read_options
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -18,15 +19,18 @@ def verify_download(path: Path, shown: str) -> None:
     model of a size spacy-elmo loads. `shown`: the URL, as errors show it."""
     if path.stat().st_size == 0:
         raise InputError(f"{shown} sent an empty file")
-    if shown.endswith(".json"):
+    kind = Path(file_name(shown)).suffix  # a query after the file name changes nothing
+    if kind == ".json":
         read_options(path, shown=shown)
-    elif shown.endswith((".hdf5", ".h5")):
+    elif kind in (".hdf5", ".h5"):
         with path.open("rb") as handle:
             if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
                 raise InputError(f"{shown} is not an HDF5 file")
         _read_every_dataset(path, shown)
-    elif shown.endswith(".zip"):
+    elif kind == ".zip":
         archive_members(path, shown)
+    else:
+        raise InputError(f"{shown}: not a kind of model file spacy-elmo checks (.json, .hdf5, .zip); refused")
 
 
 def _read_every_dataset(path: Path, shown: str) -> None:

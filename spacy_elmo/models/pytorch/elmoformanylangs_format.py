@@ -12,14 +12,13 @@ concatenated before the projection, and a highway gate that carries the input (i
 sign is flipped here: sigmoid(-z) = 1 - sigmoid(z)).
 """
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any, Dict, Tuple, Union
 
 import torch
 
-from ...errors import OptionsError, SpacyElmoError, WeightsError, one_line
+from ...errors import OptionsError, WeightsError, one_line
 from .bilm import ElmoBiLM
 from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
@@ -48,14 +47,28 @@ _FILE_TO_MODEL_GATES = (0, 1, 3, 2)
 
 
 def is_elmoformanylangs_folder(path: PathLike) -> bool:
+    """Whether `path` is a folder of ELMoForManyLangs files: its ``config.json`` and any
+    other (the loader names those missing)."""
     path = Path(path)
-    return path.is_dir() and (path / CONFIG_NAME).is_file() and (path / STATE_FILES[1]).exists()
+    others = ("char.dic", "word.dic", *STATE_FILES)
+    return path.is_dir() and (path / CONFIG_NAME).is_file() and any((path / name).exists() for name in others)
 
 
 def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
     """Build an :class:`ElmoBiLM` from an ELMoForManyLangs model folder; every file is
     checked (values, shapes, sizes) before its contents are used."""
     folder = Path(folder)
+    options, token_ids = read_skeleton(folder)
+    shapes = expected_shapes(options)
+    states = {name: _read_state(folder / name, shapes[name]) for name in STATE_FILES}
+    bilm = ElmoBiLM(options, token_ids)
+    _set_state(bilm, states["token_embedder.pkl"], states["encoder.pkl"])
+    return bilm
+
+
+def read_skeleton(folder: Path) -> Tuple[BiLMOptions, DictionaryIds]:
+    """The sizes and vocabularies of the model in `folder`, every value checked (its
+    size too), its state dicts not read."""
     model_config, source = _model_config(folder)
     get = OptionReader(model_config, source)
     for key, expected in (("encoder.name", "elmo"), ("token_embedder.name", "cnn")):
@@ -86,19 +99,15 @@ def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
         n_words=len(words) + 1 if words is not None else 0,
         always_project=True,
     )
-    shapes = expected_shapes(options)
-    _check_size(shapes, source)
-    states = {name: _read_state(folder / name, shapes[name]) for name in STATE_FILES}
-    bilm = ElmoBiLM(options, DictionaryIds(characters, words, max_chars))
-    _set_state(bilm, states["token_embedder.pkl"], states["encoder.pkl"])
-    return bilm
+    _check_size(expected_shapes(options), source)
+    return options, DictionaryIds(characters, words, max_chars)
 
 
 def _model_config(folder: Path) -> Tuple[Dict[str, Any], str]:
     """The model config that ``config.json`` names, and how messages name it."""
     config_path = folder / CONFIG_NAME
     config = read_json(config_path, source=str(config_path))
-    name = _config_file_name(config)
+    name = config_file_name(config)
     if not name:
         raise OptionsError(f"{config_path}: no config_path (the model config's file name) in it")
     if (folder / name).is_file():
@@ -117,7 +126,7 @@ def _model_config(folder: Path) -> Tuple[Dict[str, Any], str]:
     return model_config, source
 
 
-def _config_file_name(config: Any) -> str:
+def config_file_name(config: Any) -> str:
     """The file name of the model config that a ``config.json`` names ("" if none): its
     ``config_path`` may be a path of the training machine (either separator)."""
     named = config.get("config_path") if isinstance(config, dict) else None
@@ -190,13 +199,16 @@ def _read_state(path: Path, shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, tor
     check_regular_file(path, WeightsError, "Weights")
     if not path.is_file():
         raise WeightsError(f"Weights file not found: {path} (an ELMoForManyLangs model folder holds it)")
-    expected_bytes = 4 * sum(math.prod(shape) for shape in shapes.values())
-    if path.stat().st_size > 2 * expected_bytes + (1 << 20):
-        raise WeightsError(
-            f"{path}: {path.stat().st_size:,} bytes, far more than the {expected_bytes:,} its model config implies"
-        )
+    check_state_size(path, path.stat().st_size, shapes)
     state = read_state_dict(path, shapes, str(path))
     return {name: state[name].to(torch.float32) for name in shapes}
+
+
+def check_state_size(path: Path, size: int, shapes: Dict[str, Tuple[int, ...]]) -> None:
+    """Refuse a state dict file of `size` bytes far larger than `shapes` take in float32."""
+    expected_bytes = 4 * sum(math.prod(shape) for shape in shapes.values())
+    if size > 2 * expected_bytes + (1 << 20):
+        raise WeightsError(f"{path}: {size:,} bytes, far more than the {expected_bytes:,} its model config implies")
 
 
 def _set_state(bilm: ElmoBiLM, embedder: Dict[str, torch.Tensor], encoder: Dict[str, torch.Tensor]) -> None:
@@ -230,81 +242,6 @@ def _set_state(bilm: ElmoBiLM, embedder: Dict[str, torch.Tensor], encoder: Dict[
                 bias[hidden : 2 * hidden] -= 1.0  # the model adds TensorFlow's forget bias of 1
                 lstm.biases[layer][d].copy_(bias)
                 lstm.projections[layer][d].copy_(encoder[f"{prefix}.state_projection.weight"].T)
-
-
-ARCHIVE_FILES = (CONFIG_NAME, "char.dic", "word.dic", *STATE_FILES, *PUBLISHED_CONFIG_NAMES)
-#: The most an archive's files may hold once unpacked (the published ones: under 1 GB).
-MAX_ARCHIVE_BYTES = 4 << 30
-UNPACKED_NAME = "model"
-
-
-def archive_members(path: Path, shown: str) -> Dict[str, Any]:
-    """The members of an ELMoForManyLangs zip archive that make the model, by file name:
-    those of the folder (the top, or one folder down) that holds ``config.json``."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = [info for info in archive.infolist() if not info.is_dir()]
-            configs = sorted((info for info in infos if Path(info.filename).name == CONFIG_NAME), key=lambda i: len(i.filename))
-            if not configs:
-                raise WeightsError(f"{shown}: no {CONFIG_NAME} in the archive; not an ELMoForManyLangs model")
-            named = _named_config(archive, configs[0], shown)
-    except SpacyElmoError:
-        raise
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
-        raise WeightsError(f"{shown} is not a readable zip archive ({one_line(err)})") from None
-    folder = str(Path(configs[0].filename).parent)
-    members = {Path(info.filename).name: info for info in infos if str(Path(info.filename).parent) == folder}
-    wanted = {name: info for name, info in members.items() if name in (*ARCHIVE_FILES, named)}
-    declared = sum(info.file_size for info in wanted.values())
-    if declared > MAX_ARCHIVE_BYTES:
-        raise WeightsError(
-            f"{shown}: its model files declare {declared:,} bytes, more than the {MAX_ARCHIVE_BYTES:,} "
-            "an ELMoForManyLangs model may have; refused before unpacking"
-        )
-    return wanted
-
-
-def _named_config(archive: Any, info: Any, shown: str) -> str:
-    """The file name of the model config that the archive's ``config.json`` (`info`) names."""
-    if info.file_size > 1 << 20:
-        raise WeightsError(f"{shown}: its {CONFIG_NAME} declares {info.file_size:,} bytes; refused")
-    try:
-        config = json.loads(archive.read(info).decode("utf8"))
-    except (ValueError, RecursionError) as err:
-        raise WeightsError(f"{shown}: its {CONFIG_NAME} does not read as JSON ({one_line(err)[:200]})") from None
-    name = _config_file_name(config)
-    return name if name.endswith(".json") and name != CONFIG_NAME else CONFIG_NAME
-
-
-def unpack_archive(path: Path) -> Path:
-    """The model folder unpacked from the archive `path`, beside it (once): only the
-    model's files, under their own names, each no larger than the archive declares."""
-    import shutil
-    import zipfile
-
-    folder = path.parent / UNPACKED_NAME
-    if is_elmoformanylangs_folder(folder):
-        return folder
-    members = archive_members(path, str(path))
-    partial = path.parent / f".{UNPACKED_NAME}.partial"
-    shutil.rmtree(folder, ignore_errors=True)  # an incomplete folder left by hand
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    try:
-        with zipfile.ZipFile(path) as archive:
-            for name, info in members.items():
-                with archive.open(info) as source, (partial / name).open("wb") as target:
-                    shutil.copyfileobj(source, target, 1 << 20)  # zipfile stops at the declared size, checks the CRC
-        partial.rename(folder)
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise WeightsError(f"{path}: the archive does not unpack ({one_line(err)}); delete it to download it again") from None
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    return folder
 
 
 def description(bilm: ElmoBiLM) -> Dict[str, Any]:
