@@ -23,6 +23,7 @@ import spacy
 
 from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.output_files import atomic_output_path, check_output_file
+from spacy_elmo.pretraining.corpus import blank_language
 
 
 def tokenize(raw_text: Path, target: Path, lang: str) -> int:
@@ -74,6 +75,8 @@ def _train(args: argparse.Namespace) -> int:
             raise SpacyElmoError(f"--{name} must be at least 1, got {getattr(args, name)}")
     if not args.raw_text.is_file():
         raise SpacyElmoError(f"Raw text not found: {args.raw_text}")
+    if blank_language(args.lang) is None:
+        raise SpacyElmoError(f"--lang {args.lang}: not a spaCy language code")
     check_output_file(args.output, inputs=[args.raw_text])
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="spacy-elmo-vectors-") as scratch:

@@ -19,7 +19,9 @@ import spacy
 import typer
 from wasabi import msg
 
-from spacy_elmo.output_files import atomic_output_path
+from spacy_elmo.errors import SpacyElmoError
+from spacy_elmo.output_files import atomic_output_path, check_output_file
+from spacy_elmo.pretraining.corpus import blank_language
 
 Table = Dict[str, Tuple[str, ...]]
 
@@ -29,10 +31,19 @@ class TreebankError(ValueError):
 
 
 def multiword_tokens(lines: Iterable[str], source: str) -> Iterator[Tuple[str, Tuple[str, ...]]]:
-    """Every token of a CoNLL-U file as (surface form, its words); a plain token is its own word."""
-    span_end, surface, words = 0, "", []  # the multiword token being read
+    """Every token of a CoNLL-U file as (surface form, its words); a plain token is its own word.
+    A multiword token whose words do not all follow it in its sentence raises :class:`TreebankError`."""
+    span_end, surface, words, opened = 0, "", [], ""  # the multiword token being read, and where it is
+
+    def check_closed(before: str) -> None:
+        if span_end:
+            raise TreebankError(f"{opened} does not get all its words before {before}")
+
+    number = 0
     for number, line in enumerate(lines, start=1):
         columns = line.rstrip("\n").split("\t")
+        if not line.strip():
+            check_closed(f"the sentence ends (line {number})")
         if not line.strip() or line.startswith("#") or "." in columns[0]:
             continue
         if len(columns) != 10:
@@ -40,8 +51,11 @@ def multiword_tokens(lines: Iterable[str], source: str) -> Iterator[Tuple[str, T
         first, _, last = columns[0].partition("-")
         if not first.isdigit() or (last and not last.isdigit()):
             raise TreebankError(f"{source}:{number}: token id {columns[0]!r} is not a number or range")
+        if last or int(first) > span_end:
+            check_closed(f"line {number}")
         if last:
             span_end, surface, words = int(last), columns[1], []
+            opened = f"{source}:{number}: the multiword token {columns[0]} {surface!r}"
         elif int(first) <= span_end:
             words.append(columns[1])
             if int(first) == span_end:
@@ -49,6 +63,7 @@ def multiword_tokens(lines: Iterable[str], source: str) -> Iterator[Tuple[str, T
                 span_end = 0
         else:
             yield columns[1], (columns[1],)
+    check_closed(f"the end of the file (line {number})")
 
 
 def learn_splits(treebank: Path) -> Tuple[Table, Set[str]]:
@@ -110,16 +125,17 @@ def main(
     for path, what in ((input_path, "raw text"), (treebank, "treebank")):
         if not path.is_file():
             msg.fail(f"{what} not found: {path}", exits=1)
+    if blank_language(lang) is None:
+        msg.fail(f"--lang {lang}: not a spaCy language code", exits=1)
     try:
+        check_output_file(output_path, inputs=[input_path, treebank])
         table, clitics = learn_splits(treebank)
-    except TreebankError as err:
+    except (SpacyElmoError, TreebankError) as err:
         msg.fail(str(err), exits=1)
     except UnicodeDecodeError as err:
         msg.fail(f"{treebank}: not UTF-8 text ({err.reason})", exits=1)
     try:
         n_lines, n_split = rewrite(input_path, output_path, table, clitics, lang)
-    except ImportError:  # spacy.blank, before any output is opened
-        msg.fail(f"--lang {lang}: not a spaCy language code", exits=1)
     except UnicodeDecodeError as err:
         msg.fail(f"{input_path}: not UTF-8 text ({err.reason})", exits=1)
     msg.good(

@@ -6,6 +6,7 @@ import re
 import resource
 import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Optional, Union
@@ -23,13 +24,18 @@ def atomic_output_path(path: PathLike, *, size: int = 0, what: str = "Output") -
     `size`: about how many bytes the output takes; when given, the space for it is
     checked (:func:`check_space`) before anything is written.
 
-    The temporary name is ``.NAME.spacy-elmo-PID@HOST-RANDOM.tmp``: a run killed
-    before its ``finally`` (SIGKILL) leaves it behind, and
-    :func:`remove_stale_temp_files` recognises it as ours and its process as gone.
+    The temporary name is ``.NAME.spacy-elmo-PID@HOST-RANDOM.tmp`` (NAME cut to fit the
+    file system's 255 bytes): a run killed before its ``finally`` (SIGKILL) leaves it
+    behind, and :func:`remove_stale_temp_files` recognises it as ours and its process as gone.
+    An existing `path` that is not a regular file (a device, a FIFO) is never replaced.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{path.name}.spacy-elmo-{os.getpid()}@{_host()}-"
+    check_replaceable(path, what=what)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SpacyElmoError(f"{what} {path}: cannot create the directory {path.parent} ({err.strerror})") from None
+    prefix = f".{_temp_stem(path.name)}.spacy-elmo-{os.getpid()}@{_host()}-"
     fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -47,6 +53,15 @@ def atomic_output_path(path: PathLike, *, size: int = 0, what: str = "Output") -
 
 # RANDOM: tempfile's eight characters.
 _TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.spacy-elmo-(?P<pid>\d+)@(?P<host>[^/]+)-[a-z0-9_]{8}\.tmp$")
+#: The longest file name (bytes) of Linux, macOS and Windows file systems.
+_NAME_MAX = 255
+
+
+def _temp_stem(name: str) -> str:
+    """`name` as its temporary file's name holds it: cut (the same on every run of this
+    host, whatever its PID) so that the whole name fits in :data:`_NAME_MAX` bytes."""
+    room = _NAME_MAX - len(os.fsencode(f"..spacy-elmo-{'9' * 10}@{_host()}-12345678.tmp"))
+    return os.fsdecode(os.fsencode(name)[:room])
 
 
 def remove_stale_temp_files(directory: PathLike, names: Optional[Iterable[str]]) -> int:
@@ -57,7 +72,7 @@ def remove_stale_temp_files(directory: PathLike, names: Optional[Iterable[str]])
     directory = Path(directory)
     if not directory.is_dir():
         return 0
-    wanted = None if names is None else set(names)
+    wanted = None if names is None else {_temp_stem(name) for name in names}
     removed = 0
     for candidate in directory.iterdir():
         match = _TEMP_NAME.match(candidate.name)
@@ -71,19 +86,62 @@ def remove_stale_temp_files(directory: PathLike, names: Optional[Iterable[str]])
     return removed
 
 
-def check_output_file(path: PathLike, *, inputs: Iterable[PathLike] = (), what: str = "Output") -> None:
+def check_output_file(
+    path: PathLike, *, inputs: Iterable[PathLike] = (), others: Iterable[PathLike] = (), what: str = "Output"
+) -> None:
     """Fail early (before any work) when `path` cannot become a new output file:
-    it is one of `inputs` (also through links), a directory, or its directory
-    cannot be created or written."""
+    it is one of `inputs` or of the command's `others` outputs (also through links),
+    a directory or another file that is not a regular file (:func:`check_replaceable`),
+    or its directory cannot be created or written."""
     path = Path(path)
-    if path.is_dir():
+    if file_kind(path) == DIRECTORY:
         raise SpacyElmoError(f"{what} path is a directory: {path} (give a file name, e.g. {path / 'embeddings.hdf5'})")
+    check_replaceable(path, what=f"{what} path")
     for source in inputs:
         if _same_file(path, Path(source)):
             raise SpacyElmoError(
                 f"{what} path {path} is the input {source}: refusing to overwrite it (give another output path)"
             )
+    for other in others:
+        if _same_file(path, Path(other)):
+            raise SpacyElmoError(f"{what} path {path} is also the output {other}: give each output its own path")
     _check_can_create_in(path.parent, what=what, target=path)
+
+
+def check_replaceable(path: PathLike, *, what: str = "Output", fix: str = "give another path") -> None:
+    """Fail when `path` exists and is not a regular file (a directory, a device, a FIFO,
+    a socket; a link is followed): an output renamed over it would replace it."""
+    kind = file_kind(path)
+    if kind not in (None, REGULAR_FILE):
+        raise SpacyElmoError(f"{what} {path} is {kind}, not a regular file: refusing to replace it ({fix})")
+
+
+#: What :func:`file_kind` says of a regular file and of a directory.
+REGULAR_FILE, DIRECTORY = "a regular file", "a directory"
+_KINDS = (
+    (stat.S_ISREG, REGULAR_FILE), (stat.S_ISDIR, DIRECTORY), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(path: PathLike) -> Optional[str]:
+    """What is at `path` (a link followed): "a regular file", "a directory", "a FIFO
+    (named pipe)", ...; None when nothing is. A path the system cannot look up (too
+    long, a loop of links) raises :class:`SpacyElmoError`."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        raise SpacyElmoError(f"{shortened(path)}: {err.strerror}") from None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a file")
+
+
+def shortened(path: PathLike, limit: int = 120) -> str:
+    """`path` for a message: a name over `limit` characters keeps its start and end."""
+    text = str(path)
+    half = limit // 2
+    return text if len(text) <= limit else f"{text[:half]}...{text[-(half - 3):]}"
 
 
 def check_output_dir(
@@ -93,8 +151,10 @@ def check_output_dir(
     lies inside or holds one of `inputs` (setting name: file or directory), whose next
     reading would then take in the outputs."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise SpacyElmoError(f"{what} {path} is a file, not a directory (give a directory path)")
+    kind = file_kind(path)
+    if kind not in (None, DIRECTORY):
+        kind = "a file" if kind == REGULAR_FILE else kind
+        raise SpacyElmoError(f"{what} {path} is {kind}, not a directory (give a directory path)")
     _check_can_create_in(path, what=what, target=path)
     for name, source in (inputs or {}).items():
         relation = _relation(path.resolve(), Path(source).resolve())
@@ -118,9 +178,9 @@ def _relation(directory: Path, other: Path) -> Optional[str]:
 
 def _check_can_create_in(directory: Path, *, what: str, target: Path) -> None:
     existing = directory.absolute()
-    while not existing.exists():
+    while file_kind(existing) is None:
         existing = existing.parent
-    if not existing.is_dir():
+    if file_kind(existing) != DIRECTORY:
         raise SpacyElmoError(f"{what} {target}: {existing} is a file, not a directory")
     try:
         fd, probe = tempfile.mkstemp(prefix=".spacy-elmo-probe-", dir=existing)
@@ -169,9 +229,13 @@ def _megabytes(n_bytes: int) -> str:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` are one file: the same file on disk, or, where one is not
+    there yet, the same path once links are resolved."""
     try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links
         return False
 
 

@@ -57,3 +57,21 @@ def test_output_checks_create_nothing(tmp_path):
         check_output_file(tmp_path / "file", inputs=[tmp_path / "file"])
     with pytest.raises(SpacyElmoError, match="is a directory"):
         check_output_file(tmp_path)
+
+
+def test_the_temporary_name_of_a_255_byte_name_fits_and_a_killed_run_s_is_removed(tmp_path, dead_pid):
+    name = "é" * 100 + "n" * 50 + ".hdf5"  # 255 bytes
+    with atomic_output_path(tmp_path / name) as tmp:
+        assert len(os.fsencode(tmp.name)) <= 255 and _TEMP_NAME.match(tmp.name)
+        stale = tmp_path / tmp.name.replace(f"-{os.getpid()}@", f"-{dead_pid}@")
+        stale.write_bytes(b"x")
+    assert remove_stale_temp_files(tmp_path, [name]) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_special_files_are_never_replaced(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    for check in (lambda path: check_output_file(path), lambda path: atomic_output_path(path).__enter__()):
+        with pytest.raises(SpacyElmoError, match="is a FIFO \\(named pipe\\), not a regular file: refusing to replace it"):
+            check(tmp_path / "pipe")
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]

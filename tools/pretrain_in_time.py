@@ -133,7 +133,7 @@ def export_last_checkpoint(run_dir: Path) -> None:
     vocab = directory.read_vocab()
     model = assemble_model(len(vocab), options=BiLMOptions.from_dict(state["options"]), state=state["model"])
     with stopping_on_sigterm():  # entering clears the deadline's stop request, which would refuse the writes
-        directory.export(model, vocab)
+        directory.export(model, vocab, state["step"])
 
 
 def run(

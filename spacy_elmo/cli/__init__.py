@@ -5,6 +5,7 @@ import sys
 import typer
 
 from ..errors import SpacyElmoError
+from ..output_files import shortened
 from ..sigterm import stopping_on_sigterm
 # Each command module registers its command on `app`, in the order --help lists them.
 from . import embed, inspect, init_config, perplexity, pretrain  # noqa: F401,I001
@@ -20,6 +21,9 @@ def main() -> None:
         typer.secho(f"✘ {err}", fg=typer.colors.RED, err=True)
         sys.exit(1)
     except OSError as err:
+        if err.errno == errno.ENAMETOOLONG:  # a path over PATH_MAX, or a name over 255 bytes
+            typer.secho(f"✘ {shortened(err.filename or 'A path')}: {err.strerror}", fg=typer.colors.RED, err=True)
+            sys.exit(1)
         if err.errno not in _NO_SPACE:
             raise
         # Outputs are written to temporary files and renamed, so the previous ones are intact.

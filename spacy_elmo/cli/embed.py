@@ -7,6 +7,7 @@ stripped line) to its index string.
 """
 import itertools
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -168,11 +169,17 @@ def _expected_size(input_path: Path, n_lines: int, n_floats: int) -> int:
     return 4 * n_floats + n_lines * _DATASET_BYTES + input_path.stat().st_size + HDF5_OVERHEAD_BYTES
 
 
+#: Where a CR not followed by LF ends a line within what binary reading gives as one.
+_AFTER_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
+
+
 def _read_lines(path: Path) -> Iterator[Tuple[int, str]]:
-    """Yield (1-based line number, stripped text); undecodable bytes raise `InputError`."""
+    """Yield (1-based line number, stripped text); undecodable bytes raise `InputError`.
+    Lines end at LF, CR LF or CR, as Python's universal newlines (the reference's) read them."""
     offset = 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        lines = (line for chunk in handle for line in _AFTER_LONE_CR.split(chunk) if line)
+        for number, raw in enumerate(lines, start=1):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:

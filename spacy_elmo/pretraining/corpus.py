@@ -10,13 +10,18 @@ import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
 from ..errors import ConfigError, InputError
 from ..models.pytorch.char_ids import MAX_BYTES_PER_TOKEN
+from ..output_files import file_kind
+from .docbin_files import read_docbin
 from .tokenized_files import CachedRecord, Sentence, TokenizedFiles
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 FORMATS = ("text", "jsonl", "spacy")
 WHITESPACE_TOKENIZER = "whitespace"
@@ -41,6 +46,9 @@ def resolve_corpus_files(spec: Union[str, Path], *, setting: str) -> List[Path]:
         if not files:
             raise InputError(f"{setting}: directory {path} holds no files")
         return files
+    kind = file_kind(path)
+    if kind is not None:
+        raise InputError(f"{setting}: corpus path {path} is {kind}, not a regular file or a directory")
     if _is_glob(str(spec)):
         files = sorted(Path(p) for p in glob.glob(str(spec), recursive=True) if Path(p).is_file())
         if not files:
@@ -81,7 +89,7 @@ def read_records(
     Blank lines are skipped.
     """
     if fmt == "spacy":
-        yield from _read_docbin(path, start)
+        yield from read_docbin(path, start)
         return
     try:
         handle = open(path, "rb")
@@ -116,17 +124,14 @@ def _json_text(line: str, field: str, where: str) -> str:
     return record[field]
 
 
-def _read_docbin(path: Path, start: int) -> Iterator[Tuple[Any, int, int]]:
-    from spacy.tokens import DocBin
-    from spacy.vocab import Vocab
+def blank_language(code: str) -> Optional["Language"]:
+    """spaCy's blank pipeline of the language `code` (its tokenizer), or None when `code` names no language."""
+    import spacy
 
     try:
-        docs = DocBin().from_disk(path).get_docs(Vocab())
-        for index, doc in enumerate(docs):
-            if index >= start:
-                yield doc, index + 1, index + 1
-    except (ValueError, KeyError, OSError, TypeError) as err:
-        raise InputError(f"{path}: not a readable .spacy (DocBin) file ({err})") from None
+        return spacy.blank(code)
+    except (ImportError, AttributeError, KeyError, ValueError):  # AttributeError: "en.stop_words", a module
+        return None
 
 
 class TextSplitter:
@@ -144,15 +149,12 @@ class TextSplitter:
         self.sentencizer = None
         self.nlp = None
         if not self.whitespace or split_sentences:
-            import spacy
-
-            try:
-                self.nlp = spacy.blank("xx" if self.whitespace else tokenizer)
-            except (ImportError, KeyError, ValueError):
+            self.nlp = blank_language("xx" if self.whitespace else tokenizer)
+            if self.nlp is None:
                 raise ConfigError(
                     f"corpus.tokenizer = {tokenizer!r}: not a spaCy language code "
                     f"(for example 'en', 'de') nor {WHITESPACE_TOKENIZER!r}"
-                ) from None
+                )
             # spaCy refuses texts over 1M characters (E088) to bound a parser's memory; the
             # tokenizer and sentencizer alone are linear in the text, so any record is read.
             self.nlp.max_length = 2**62

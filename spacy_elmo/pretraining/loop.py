@@ -135,7 +135,7 @@ class TrainingLoop:
             config=self.config, vocab=self.vocab, origin=self.origin,
         )
         if self.processes.is_main:
-            self.directory.export(self.trainer.model, self.vocab)
+            self.directory.export(self.trainer.model, self.vocab, self.progress.step)
         self.processes.barrier()
         if self.processes.is_main:
             plot_perplexity(

@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 from ..figures import agg_pyplot, save_figure
-from ..output_files import atomic_output_path
+from ..output_files import atomic_output_path, check_replaceable
 
 
 class MetricsLog:
@@ -18,19 +18,23 @@ class MetricsLog:
             handle.write(json.dumps(record, sort_keys=True) + "\n")
 
     def read(self) -> List[Dict[str, Any]]:
-        if not self.path.exists():
+        """The records of a step each; a line that is none (cut short by a crash, damaged) is skipped."""
+        if not self.path.is_file():
             return []
         records = []
-        for line in self.path.read_text(encoding="utf8").splitlines():
+        for line in self.path.read_bytes().decode("utf8", errors="replace").splitlines():
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut short by a crash
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
+                records.append(record)
         return records
 
     def truncate_after(self, step: int) -> None:
         """Drop records after `step` (a resumed run repeats the steps after its checkpoint)."""
-        kept = [r for r in self.read() if r.get("step", 0) <= step]
+        check_replaceable(self.path, what="The metrics log", fix="move it out of the run's directory")
+        kept = [r for r in self.read() if r["step"] <= step]
         with atomic_output_path(self.path) as tmp:
             tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf8")
 

@@ -82,12 +82,13 @@ def setup_processes(device: Optional[torch.device] = None) -> Processes:
     Under torchrun every process uses GPU ``LOCAL_RANK`` when CUDA is available
     (unless `device` is the CPU) and the CPU with the gloo backend otherwise.
     """
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    world_size = _environment_number("WORLD_SIZE", 1)
     if world_size > 1:
+        _check_torchrun_environment(world_size)
         use_cuda = torch.cuda.is_available() and (device is None or device.type == "cuda")
         device = torch.device("cpu")
         if use_cuda:
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            device = torch.device("cuda", _environment_number("LOCAL_RANK", 0))
             torch.cuda.set_device(device)
         if not dist.is_initialized():
             dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(hours=2))
@@ -96,6 +97,38 @@ def setup_processes(device: Optional[torch.device] = None) -> Processes:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return Processes(0, 1, device)
+
+
+#: What a process of a group needs besides WORLD_SIZE (torchrun sets them; init_process_group reads them).
+GROUP_VARIABLES = ("RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _environment_number(name: str, default: int) -> int:
+    """The whole number, at least `default`, that the environment variable `name` holds (`default`: unset)."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:  # not a whole number, or of over 4,300 digits
+        number = -1
+    if number < default:
+        raise TrainingError(
+            f"{name}={value!r} in the environment is not a number of processes or a rank; unset it, or start "
+            f"the run with torchrun, which sets it"
+        )
+    return number
+
+
+def _check_torchrun_environment(world_size: int) -> None:
+    missing = [name for name in GROUP_VARIABLES if name not in os.environ]
+    if missing:
+        raise TrainingError(
+            f"WORLD_SIZE={world_size} is set, but not {', '.join(missing)}: start a run of several "
+            f"processes with torchrun (torchrun --nproc_per_node={world_size} -m spacy_elmo pretrain ...), or "
+            f"unset WORLD_SIZE for one process"
+        )
+    _environment_number("RANK", 0)
 
 
 def shutdown(processes: Processes) -> None:

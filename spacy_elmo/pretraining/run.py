@@ -158,6 +158,12 @@ class PretrainRun:
             self.say(f"Resuming from step {checkpoint['step']}")
             if processes.is_main:
                 self.directory.metrics.truncate_after(progress.step)
+                if self.directory.exported_step() != progress.step:  # a run stopped while exporting
+                    self.directory.export(model, vocab, progress.step)
+                    self.say(
+                        f"Exported the biLM of step {progress.step} again (the export in {self.directory.path} "
+                        f"was not all of it)"
+                    )
         max_steps = self._max_steps(stats)
         check_steps_left(progress.step, max_steps, self.directory)
         self.say(
@@ -257,6 +263,7 @@ class PretrainRun:
         if init is None:
             return assemble_model(len(vocab), dropout=dropout, options=self.config.bilm_options())
         weights, softmax = self.init_from[0], None
+        init.check_export()
         if init.softmax.exists() and init.vocab.exists() and init.read_vocab().fingerprint() == vocab.fingerprint():
             softmax = init.softmax
             self.say(f"Continuing {weights} (biLM and softmax); [model] sizes come from its options.json")

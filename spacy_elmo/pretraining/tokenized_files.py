@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple
 
+from ..errors import InputError
 from ..output_files import atomic_output_path
 
 Sentence = List[str]
@@ -63,9 +64,22 @@ class TokenizedFiles:
 
 
 def _read(path: Path, start: int) -> Iterator[CachedRecord]:
-    with path.open(encoding="utf8") as handle:
-        for line in handle:
-            if start and int(line[1 : line.index(",")]) < start:
-                continue  # resuming: records before the saved position
-            _, next_start, next_line, sentences = json.loads(line)
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                if start and int(line[1 : line.index(b",")]) < start:
+                    continue  # resuming: records before the saved position
+                _, next_start, next_line, sentences = json.loads(line)
+                if type(next_start) is not int or type(next_line) is not int or not _sentences(sentences):
+                    raise ValueError
+            except (ValueError, TypeError, RecursionError):
+                raise InputError(
+                    f"{path}, line {number}: damaged tokenized text (not a record of sentences and their place); "
+                    f"delete {path.parent} to tokenize the corpus again"
+                ) from None
             yield sentences, next_start, next_line
+
+
+def _sentences(value: object) -> bool:
+    """Whether `value` is a list of sentences (lists of strings)."""
+    return type(value) is list and all(type(s) is list and all(type(w) is str for w in s) for s in value)

@@ -1,5 +1,6 @@
 """The project's scripts on small inputs: conversion, splitting, comparison, input checks."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,38 @@ def test_split_text_holds_out_every_nth_line_up_to_a_cap(tmp_path: Path):
     assert "line 50" in (tmp_path / "t.txt").read_text()
 
 
+def _one_line_refusal(capsys) -> str:
+    """The message of a script's `msg.fail` (wasabi wraps it at 80 columns)."""
+    out = capsys.readouterr().out
+    assert "Traceback" not in out and out.count("✘") == 1, out
+    return " ".join(out.split())
+
+
+@pytest.mark.parametrize("args,message", [
+    (["little.txt", "train.txt", "heldout.txt"], "little.txt: too little text to split (2 training, 0 held-out lines)"),
+    (["raw.txt", "raw.txt", "heldout.txt"], "Output path raw.txt is the input raw.txt: refusing to overwrite it"),
+    (["raw.txt", "train.txt", "raw.txt"], "Output path raw.txt is the input raw.txt: refusing to overwrite it"),
+    (["raw.txt", "train.txt", "train.txt"], "Output path train.txt is also the output train.txt: give each output its own path"),
+    (["raw.txt", "train.txt", "pipe"], "Output path pipe is a FIFO (named pipe), not a regular file: refusing to replace it"),
+], ids=["too little text", "train is the input", "held-out is the input", "train is held-out", "a FIFO"])
+def test_split_text_refuses_before_it_writes_anything(tmp_path: Path, monkeypatch, capsys, args, message):
+    """Issue 60: outputs were replaced before "too little text", the input was overwritten, and
+    train = held-out reported success and lost the held-out lines."""
+    from ..robustness.conftest import snapshot
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw.txt").write_text("".join(f"line {i}\n" for i in range(30)), encoding="utf8")
+    (tmp_path / "little.txt").write_text("one\ntwo\n", encoding="utf8")
+    (tmp_path / "train.txt").write_text("an earlier split\n", encoding="utf8")
+    (tmp_path / "heldout.txt").write_text("an earlier split\n", encoding="utf8")
+    os.mkfifo(tmp_path / "pipe")
+    before = snapshot(tmp_path)
+    with pytest.raises(SystemExit):
+        split_text.main(*map(Path, args), every=5, max_heldout=1000)
+    assert message in _one_line_refusal(capsys)
+    assert snapshot(tmp_path) == before
+
+
 def _conllu_row(index: str, form: str) -> str:
     return "\t".join([index, form] + ["_"] * 8)
 
@@ -191,6 +224,37 @@ def test_treebank_words_refuses_an_unknown_language_with_one_line(tmp_path: Path
         treebank_words.main(tmp_path / "raw.txt", tmp_path / "words.txt", tmp_path / "train.conllu", "zz")
     assert "--lang zz: not a spaCy language code" in capsys.readouterr().out
     assert not (tmp_path / "words.txt").exists()
+
+
+def test_treebank_words_refuses_a_multiword_token_left_open_at_the_end_of_its_sentence(tmp_path: Path):
+    """Issue 60: the range 2-3 took the next sentence's first word ("o") as its second."""
+    treebank = tmp_path / "train.conllu"
+    rows = ["# text = a do", _conllu_row("1", "a"), _conllu_row("2-3", "do"), _conllu_row("2", "de"), "",
+            "# text = o x", _conllu_row("1", "o"), _conllu_row("2", "x"), "", ""]
+    treebank.write_text("\n".join(rows), encoding="utf8")
+    with pytest.raises(treebank_words.TreebankError) as refusal:
+        treebank_words.learn_splits(treebank)
+    assert str(refusal.value) == (
+        f"{treebank}:3: the multiword token 2-3 'do' does not get all its words before the sentence ends (line 5)"
+    )
+
+
+@pytest.mark.parametrize("output,lang,message", [
+    ("raw.txt", "pt", "Output path raw.txt is the input raw.txt: refusing to overwrite it"),
+    ("train.conllu", "pt", "Output path train.conllu is the input train.conllu: refusing to overwrite it"),
+    ("words.txt", "en.stop_words", "--lang en.stop_words: not a spaCy language code"),
+], ids=["output is the raw text", "output is the treebank", "--lang en.stop_words"])
+def test_treebank_words_refuses_before_it_writes_anything(tmp_path: Path, monkeypatch, capsys, output, lang, message):
+    from ..robustness.conftest import snapshot
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw.txt").write_text("do mar\n", encoding="utf8")
+    (tmp_path / "train.conllu").write_text(TREEBANK, encoding="utf8")
+    before = snapshot(tmp_path)
+    with pytest.raises(SystemExit):
+        treebank_words.main(Path("raw.txt"), Path(output), Path("train.conllu"), lang)
+    assert message in _one_line_refusal(capsys)
+    assert snapshot(tmp_path) == before
 
 
 def test_compare_table_and_chart(tmp_path: Path):
@@ -313,6 +377,7 @@ def test_train_vectors_writes_floret_vectors_that_spacy_loads(tmp_path: Path):
     (["raw.txt", "raw.txt"], "is the input raw.txt"),
     (["raw.txt", "out.floret", "--dim", "0"], "--dim must be at least 1, got 0"),
     (["empty.txt", "out.floret"], "empty.txt: no text to train vectors on"),
+    (["raw.txt", "out.floret", "--lang", "en.stop_words"], "--lang en.stop_words: not a spaCy language code"),
 ])
 def test_train_vectors_refuses_bad_input_with_one_line(tmp_path: Path, monkeypatch, capsys, args, message):
     train_vectors = load_script("train_vectors")

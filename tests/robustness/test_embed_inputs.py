@@ -10,6 +10,10 @@ import pytest
 from .conftest import Probe, run_probe
 
 
+#: A path of 4,443 characters, over Linux's PATH_MAX (4,096).
+LONG_PATH = "a" * 200 + ("/" + "b" * 200) * 21 + "/out.hdf5"
+
+
 def embed(*extra):
     return ["embed", "text.txt", "out.hdf5", "--weights", "model", *extra]
 
@@ -103,9 +107,47 @@ PROBES = [
     Probe("--top and --average", lambda ws: embed("--top", "--average"), "at most one of --top and --average",
           code=2),
     Probe("--precision int4", lambda ws: embed("--precision", "int4"), "int4"),
+    # Issue 60: an output renamed over a device or a FIFO would replace it (as root, /dev/null itself).
+    Probe("output is a FIFO", lambda ws: (os.mkfifo(ws / "out.fifo"), ["embed", "text.txt", "out.fifo", "-w", "model"])[1],
+          "Output path out.fifo is a FIFO (named pipe), not a regular file: refusing to replace it (give another path)"),
+    Probe("output is a link to /dev/null",
+          lambda ws: (os.symlink("/dev/null", ws / "null"), ["embed", "text.txt", "null", "-w", "model"])[1],
+          "Output path null is a character device, not a regular file: refusing to replace it (give another path)"),
+    Probe("output path over PATH_MAX", lambda ws: ["embed", "text.txt", LONG_PATH, "-w", "model"],
+          "a" * 60 + "..." + "b" * 48 + "/out.hdf5: File name too long"),
+    Probe("input path over PATH_MAX", lambda ws: ["embed", LONG_PATH, "out.hdf5", "-w", "model"],
+          "a" * 60 + "..." + "b" * 48 + "/out.hdf5: File name too long"),
 ]
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=str)
 def test_embed_refuses_with_one_line_and_changes_nothing(probe, workspace, capsys, monkeypatch):
     run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def test_a_file_with_lines_ended_by_cr_alone_is_read_as_the_reference_reads_it(workspace, capsys, monkeypatch):
+    """Issue 60: a file of "\\r"-ended lines was one sentence; Python's universal newlines (the
+    reference's) end lines at "\\n", "\\r\\n" and "\\r"."""
+    from ..conftest import run_cli
+
+    _write(workspace / "lf.txt", b"one two\nthree four\n\nfive\n")
+    _write(workspace / "cr.txt", b"one two\rthree four\r\r\nfive\r")
+    monkeypatch.chdir(workspace)
+    for name in ("lf", "cr"):
+        code, _, err = run_cli(capsys, monkeypatch, "embed", f"{name}.txt", f"{name}.hdf5", "-w", "model")
+        assert code == 0, err
+    with h5py.File(workspace / "lf.hdf5", "r") as lf, h5py.File(workspace / "cr.hdf5", "r") as cr:
+        assert sorted(cr) == sorted(lf) == ["0", "1", "2", "3", "sentence_to_index"]
+        assert all(numpy.array_equal(cr[key][()], lf[key][()]) for key in ("0", "1", "2", "3"))
+        assert cr["sentence_to_index"][0] == lf["sentence_to_index"][0]
+
+
+def test_an_output_name_of_255_bytes_is_written(workspace, capsys, monkeypatch):
+    """Issue 60: its temporary name (the name and a suffix) was longer than a name may be: a traceback."""
+    from ..conftest import run_cli
+
+    name = "é" * 100 + "n" * 50 + ".hdf5"  # 255 bytes in UTF-8
+    monkeypatch.chdir(workspace)
+    code, _, err = run_cli(capsys, monkeypatch, "embed", "text.txt", name, "-w", "model")
+    assert code == 0, err
+    assert (workspace / name).is_file() and not list(workspace.glob(".*.tmp"))

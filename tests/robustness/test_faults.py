@@ -10,7 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
+import numpy
 import pytest
+import torch
 
 import spacy
 from spacy.tokens import DocBin
@@ -206,3 +209,41 @@ def test_one_very_long_line_keeps_embed_memory_bounded(workspace):
     short = peak_rss_mb("a short line\n", 1)
     long = peak_rss_mb("word " * 100_000 + "\n", 1)
     assert long - short < 150, (short, long)  # in one piece, this line took about 640 MB more
+
+
+def test_a_run_stopped_while_exporting_is_refused_by_perplexity_and_exported_again_by_resume(
+    workspace, finished_run, reference_dir, capsys, monkeypatch
+):
+    """Issue 60: stopped between its weights and its softmax, a run held step 3's weights beside step 2's
+    softmax; `perplexity` scored them without a word, and `--resume` said "Saved" without exporting again."""
+    from spacy_elmo.pretraining import run_directory
+
+    from ..cli.test_pretrain import FAST
+
+    shutil.copytree(finished_run, workspace / "out")
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    resume = ["pretrain", "pretrain.cfg", "out", "--resume", "--paths.train", text, "--vocab.size", "1000",
+              "--training.max_steps", "3", *FAST]
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(workspace)
+    with monkeypatch.context() as patch:
+        patch.setattr(run_directory, "save_softmax", stopped)  # after weights.hdf5, before softmax.hdf5
+        code, _, _ = run_cli(capsys, monkeypatch, *resume)
+    assert code == 130
+    before = snapshot(workspace)
+    code, _, err = run_cli(capsys, monkeypatch, "perplexity", "out", "text.txt")
+    assert code == 1 and _one_line(err) == (
+        "✘ out: the exported biLM is not whole (its files are not those export.json lists: the run was stopped "
+        "while exporting); pretrain --resume on it exports its last checkpoint again"
+    )
+    assert snapshot(workspace) == before
+    code, out, err = run_cli(capsys, monkeypatch, *resume)
+    assert code == 0 and "Exported the biLM of step 3 again" in out and "Saved the biLM to out (step 3)" in out, out + err
+    checkpoint = torch.load(workspace / "out" / "checkpoint.pt", weights_only=True)
+    with h5py.File(workspace / "out" / "softmax.hdf5", "r") as softmax:
+        assert checkpoint["step"] == 3 and numpy.array_equal(softmax["softmax/W"][()], checkpoint["model"]["softmax.weight"].numpy())
+    code, out, err = run_cli(capsys, monkeypatch, "perplexity", "out", "text.txt")
+    assert code == 0 and "perplexity" in out, err

@@ -3,6 +3,7 @@ import os
 import shutil
 import signal
 import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
@@ -123,12 +124,57 @@ PROBES = [
     Probe("output inside the held-out directory",
           lambda ws: pretrain("--paths.dev", _corpus_dir(ws), output="corpus_dir/run"),
           "Output directory corpus_dir/run is inside corpus.dev (corpus_dir)"),
+    # Issue 60.
+    Probe("corpus is a FIFO", lambda ws: (os.mkfifo(ws / "corpus.fifo"), pretrain("--paths.train", "corpus.fifo"))[1],
+          "corpus.train: corpus path corpus.fifo is a FIFO (named pipe), not a regular file or a directory"),
+    Probe("output directory is a FIFO", lambda ws: (os.mkfifo(ws / "out"), pretrain())[1],
+          "Output directory out is a FIFO (named pipe), not a directory (give a directory path)"),
+    Probe("tokenizer en.stop_words (a module of spacy.lang)", lambda ws: pretrain("--corpus.tokenizer", "en.stop_words"),
+          "corpus.tokenizer = 'en.stop_words': not a spaCy language code (for example 'en', 'de') nor 'whitespace'"),
+    Probe("init-config --lang en.stop_words", lambda ws: ["init-config", "new.cfg", "--lang", "en.stop_words"],
+          "corpus.tokenizer = 'en.stop_words': not a spaCy language code"),
+    Probe("init-config into a FIFO", lambda ws: (os.mkfifo(ws / "new.cfg"), ["init-config", "new.cfg"])[1],
+          "Output new.cfg is a FIFO (named pipe), not a regular file: refusing to replace it (give another path)"),
 ]
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=str)
 def test_pretrain_refuses_with_one_line_and_changes_nothing(probe, workspace, capsys, monkeypatch):
     run_probe(probe, workspace, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("environment,message", [
+    ({"WORLD_SIZE": "abc"}, "WORLD_SIZE='abc' in the environment is not a number of processes or a rank; unset it, "
+     "or start the run with torchrun, which sets it"),
+    ({"WORLD_SIZE": "2"}, "WORLD_SIZE=2 is set, but not RANK, MASTER_ADDR, MASTER_PORT: start a run of several "
+     "processes with torchrun (torchrun --nproc_per_node=2 -m spacy_elmo pretrain ...), or unset WORLD_SIZE for one process"),
+], ids=["WORLD_SIZE=abc", "WORLD_SIZE=2 without torchrun"])
+def test_a_process_group_the_environment_cannot_describe_is_one_line(environment, message, workspace, capsys, monkeypatch):
+    for name in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    run_probe(Probe(message, lambda ws: pretrain(), message), workspace, capsys, monkeypatch)
+
+
+def test_a_spacy_corpus_that_inflates_a_thousandfold_is_refused_before_it_is_inflated(workspace, capsys, monkeypatch):
+    """Issue 60: spaCy inflates a .spacy file whole (611 KB of zeros took 1.5 GB before the refusal);
+    its inflated size is counted first, in constant memory."""
+    compressor = zlib.compressobj(9)
+    data = b"".join(compressor.compress(bytes(1 << 20)) for _ in range(128)) + compressor.flush()
+    (workspace / "zeros.spacy").write_bytes(data)  # 128 MiB of zeros in 0.1 MB
+    probe = Probe(
+        "a .spacy corpus that inflates 1,000 times", lambda ws: pretrain("--paths.train", "zeros.spacy"),
+        "zeros.spacy: inflates to over 80 MB, more than 100 times its 0.1 MB (plus 64 MiB), far more than a corpus "
+        "of text does; refused before reading it (give the text as .txt or .jsonl files)",
+    )
+    tracemalloc.start()
+    try:
+        run_probe(probe, workspace, capsys, monkeypatch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"{peak / 1e6:.0f} MB at the peak"
 
 
 def test_pretrain_init_from_with_a_smaller_lstm_dim_refuses_and_changes_nothing(
@@ -254,6 +300,64 @@ def test_pretrain_on_a_tampered_run_refuses_and_changes_nothing(
 ):
     probe = Probe(name, lambda ws: (_tamper(ws, finished_run, how), pretrain(*extra))[1], message)
     run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def _damage_tokenized_text(run: Path) -> None:
+    for path in (run / "tokenized").iterdir():
+        path.write_bytes(b"\x00\xff" * 100)
+
+
+def _replace_with_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+#: Issue 60: run files damaged between runs, met by --resume.
+DAMAGED_RUN_FILES = [
+    ("corpus_stats.json not JSON", lambda run: _write(run / "corpus_stats.json", "{oops"), [],
+     "out/corpus_stats.json: damaged corpus statistics (Expecting property name enclosed in double quotes: line 1 "
+     "column 2 (char 1)); delete it to resume without them"),
+    ("corpus_stats.json a directory", lambda run: _replace_with_directory(run / "corpus_stats.json"), [],
+     "out/corpus_stats.json: damaged corpus statistics (it is a directory); delete it to resume without them"),
+    ("metrics.jsonl a directory", lambda run: _replace_with_directory(run / "metrics.jsonl"), ["out/config.cfg"],
+     "The metrics log out/metrics.jsonl is a directory, not a regular file: refusing to replace it (move it out of "
+     "the run's directory)"),
+]
+
+
+@pytest.mark.parametrize("name,damage,allowed,message", DAMAGED_RUN_FILES, ids=[p[0] for p in DAMAGED_RUN_FILES])
+def test_resume_of_a_run_with_a_damaged_file_is_one_line(
+    name, damage, allowed, message, finished_run, workspace, reference_dir, capsys, monkeypatch
+):
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    probe = Probe(
+        name, lambda ws: (_with_run(ws, finished_run), damage(ws / "out"), pretrain(
+            "--resume", "--paths.train", text, "--vocab.size", "1000", "--training.max_steps", "4"))[2],
+        message, allowed=allowed,
+    )
+    run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def test_resume_of_a_run_with_damaged_tokenized_text_stops_with_one_line_at_the_first_damaged_record(
+    finished_run, workspace, reference_dir, capsys, monkeypatch
+):
+    """The batches of the checkpoint's shuffle buffer train first; the next draw meets the damage,
+    and the step's checkpoint is not saved (the last one stays)."""
+    _with_run(workspace, finished_run)
+    _damage_tokenized_text(workspace / "out")
+    before = snapshot(workspace)
+    monkeypatch.chdir(workspace)
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    code, _, err = run_cli(
+        capsys, monkeypatch, *pretrain("--resume", "--paths.train", text, "--vocab.size", "1000", "--training.max_steps", "4")
+    )
+    lines = [line for line in err.splitlines() if line.startswith("✘")]
+    assert code == 1 and "Traceback" not in err and len(lines) == 1 and err.rstrip().endswith(lines[0]), err
+    assert lines[0].startswith("✘ out/tokenized/data.txt.") and lines[0].endswith(
+        ".jsonl, line 1: damaged tokenized text (not a record of sentences and their place); delete out/tokenized to "
+        "tokenize the corpus again"
+    ), lines[0]
+    assert snapshot(workspace)["out/checkpoint.pt"] == before["out/checkpoint.pt"]
 
 
 @pytest.mark.slow
