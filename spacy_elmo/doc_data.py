@@ -13,17 +13,19 @@ Contextual ``.vector`` and ``.similarity`` for tokens, spans and Docs
 (:func:`set_vector_hooks`) read a mix of ``doc._.elmo``, so "bank" of a river and
 "bank" that lends money get different vectors and a similarity below 1. Doc
 hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``), so in the worker
-processes of ``nlp.pipe(n_process=2)`` none are set, and the Docs that come back
-have none; ``Doc.tensor`` travels, and spaCy's own fallback reads it for vectors
-when the vocab has no static vectors (else call :func:`set_vector_hooks` on them).
+processes of ``nlp.pipe(n_process=2)`` none are set; ``doc._.elmo`` travels and
+names the mix its hooks read, and the pipeline's ``nlp.pipe`` sets them again on
+the Docs that come back (:func:`keep_hooks_across_processes`). On Docs read from
+bytes elsewhere (a ``DocBin``), call :func:`restore_vector_hooks`.
 """
 import sys
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 import numpy
 import srsly
+from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.types import Floats1d, Floats2d, Floats3d
 from thinc.util import to_numpy
@@ -41,10 +43,12 @@ class ElmoDocData:
     ``layers``: *Shape:* ``(n_layers, n_tokens, width)``, float32. Layer 0 is the
     context-independent token layer ``[x; x]``, layer j (1..L) the j-th biLSTM
     layer ``[forward_j; backward_j]``; ``width`` is ``2 * projection_dim``.
-    Whitespace tokens have zero vectors in every layer.
+    Whitespace tokens have zero vectors in every layer. ``hooks``: the mix that the
+    Doc's vector hooks read (:func:`set_vector_hooks`), None without hooks.
     """
 
     layers: Floats3d
+    hooks: Optional[str] = None
 
     @property
     def n_layers(self) -> int:
@@ -115,14 +119,15 @@ def encode_doc_data(obj: Any, chain: Optional[Callable] = None) -> Any:
     """srsly msgpack encoder: ElmoDocData to a tagged dict."""
     if isinstance(obj, ElmoDocData):
         layers = numpy.ascontiguousarray(to_numpy(obj.layers), dtype=numpy.float32)
-        return {_MSGPACK_KEY: {"layers": layers}}
+        return {_MSGPACK_KEY: {"layers": layers, "hooks": obj.hooks}}
     return obj if chain is None else chain(obj)
 
 
 def decode_doc_data(obj: Any, chain: Optional[Callable] = None) -> Any:
     """srsly msgpack decoder: the tagged dict back to ElmoDocData."""
     if isinstance(obj, dict) and _MSGPACK_KEY in obj:
-        return ElmoDocData(layers=obj[_MSGPACK_KEY]["layers"])
+        hooks = obj[_MSGPACK_KEY].get("hooks")
+        return ElmoDocData(layers=obj[_MSGPACK_KEY]["layers"], hooks=hooks if hooks in DOC_TENSOR_MIXES else None)
     return obj if chain is None else chain(obj)
 
 
@@ -143,6 +148,32 @@ def set_vector_hooks(doc: Doc, mix: str) -> None:
     doc.user_hooks["has_vector"] = _has_vector
     for hooks in (doc.user_token_hooks, doc.user_span_hooks, doc.user_hooks):
         hooks["similarity"] = _cosine_similarity
+
+
+def restore_vector_hooks(doc: Doc) -> None:
+    """Set the vector hooks that ``doc._.elmo`` names, on a Doc read from bytes without them."""
+    data = doc._.get(EXTENSION) if Doc.has_extension(EXTENSION) else None
+    if isinstance(data, ElmoDocData) and data.hooks is not None and "similarity" not in doc.user_token_hooks:
+        set_vector_hooks(doc, data.hooks)
+
+
+class _PipeRestoringHooks:
+    """``nlp.pipe`` whose Docs have their vector hooks, also those that worker processes
+    send back as bytes (``n_process`` > 1)."""
+
+    def __init__(self, nlp: Language) -> None:
+        self.nlp = nlp
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in type(self.nlp).pipe(self.nlp, *args, **kwargs):
+            restore_vector_hooks(item[0] if isinstance(item, tuple) else item)  # (doc, context) with as_tuples
+            yield item
+
+
+def keep_hooks_across_processes(nlp: Language) -> None:
+    """Make ``nlp.pipe`` restore the vector hooks of the Docs it yields (once per pipeline)."""
+    if not isinstance(nlp.__dict__.get("pipe"), _PipeRestoringHooks):
+        nlp.pipe = _PipeRestoringHooks(nlp)  # type: ignore[method-assign]
 
 
 def in_spacy_worker_process() -> bool:

@@ -5,22 +5,24 @@ dataset per input line, named by its 0-based index (`"0"`, `"1"`, ...), plus a
 `sentence_to_index` dataset holding one JSON string that maps each sentence (the
 stripped line) to its index string.
 """
+import io
 import itertools
 import json
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 import typer
 
 from .app import app
 from .device import select_device
-from ..errors import InputError
+from ..errors import InputError, SettingsError
+from ..messages import warn
 from ..models.loaders import find_model, load_model
 from ..models.pytorch.elmoformanylangs_format import CONFIG_NAME, is_elmoformanylangs_folder
-from ..models.pytorch.embedder import ElmoEmbedder, max_tokens_per_line
+from ..models.pytorch.embedder import ElmoEmbedder, name_numbers
 from ..models.pytorch.original_format import resolve_paths
 from ..named_models import default_model
 from ..output_files import (
@@ -31,15 +33,13 @@ from ..sigterm import raise_if_terminated
 SENTENCE_TO_INDEX = "sentence_to_index"
 # Below this many lines a run takes seconds, and a progress bar is only noise.
 PROGRESS_MIN_LINES = 500
-MAX_LINES_NAMED = 10
-#: `--max-length auto` keeps a line whole while its encoding fits in this much memory.
-LINE_MEMORY_BYTES = 2**30
+STDIN = "-"
 
 
 @app.command("embed")
 def embed_command(
     input_path: Path = typer.Argument(
-        ..., metavar="INPUT", help="UTF-8 text, one whitespace-tokenised sentence per line."
+        ..., metavar="INPUT", help="UTF-8 text, one whitespace-tokenised sentence per line ('-': standard input)."
     ),
     output_path: Path = typer.Argument(
         ..., metavar="OUTPUT", help="HDF5 file to write (its directory is created)."
@@ -72,32 +72,28 @@ def embed_command(
     (n_layers, n_tokens, dim), or (n_tokens, dim) with --top or --average.
     """
     if top and average:
-        raise typer.BadParameter("give at most one of --top and --average", param_hint="--top/--average")
+        raise SettingsError("give at most one of --top and --average")
     if options is not None and weights is None:
-        raise typer.BadParameter("give --weights with --options", param_hint="--options")
+        raise SettingsError("--options names the options.json of --weights: give --weights with --options")
     fixed_length = _parse_max_length(max_length)
-    _check_input(input_path)
+    text = InputText(input_path)
     weights_path, options_path, model_label = _locate(weights, options)
-    check_output_file(output_path, inputs=(input_path, weights_path, options_path))
+    check_output_file(output_path, inputs=(*text.paths, weights_path, options_path))
     remove_stale_temp_files(output_path.parent, [output_path.name])
     device = select_device(gpu_id)
-    n_lines, n_tokens, empty_lines = _scan(input_path)
+    n_lines, n_tokens, empty_lines = _scan(text)
     bilm = load_model(weights_path, options_path)
-    line_tokens = fixed_length or max_tokens_per_line(bilm.options, LINE_MEMORY_BYTES)
-    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=line_tokens)
+    embedder = ElmoEmbedder(bilm, batch_size=batch_size, device=device, precision=precision, max_length=fixed_length)
     if empty_lines:
         dim = bilm.options.output_dim
         shape = (0, dim) if top or average else (bilm.options.n_output_layers, 0, dim)
-        typer.secho(
-            f"Warning: {input_path}: {_describe_lines(empty_lines)} empty "
-            f"(written as empty datasets of shape {shape})",
-            fg=typer.colors.YELLOW, err=True,
-        )
+        are = "is" if len(empty_lines) == 1 else "are"
+        warn(f"{text.name}: {name_numbers(empty_lines, 'line')} {are} empty (written as empty datasets of shape {shape})")
 
     layers_written = 1 if top or average else bilm.options.n_output_layers
-    check_space(output_path, _expected_size(input_path, n_lines, n_tokens * layers_written * bilm.options.output_dim))
+    check_space(output_path, _expected_size(text, n_lines, n_tokens * layers_written * bilm.options.output_dim))
     start = time.perf_counter()
-    cut_lines = write_embeddings(input_path, output_path, embedder, n_lines=n_lines, top=top, average=average)
+    write_embeddings(text, output_path, embedder, n_lines=n_lines, top=top, average=average)
     seconds = time.perf_counter() - start
     # Unwrapped lines (wasabi would wrap them at 80 columns), easy to grep from logs.
     typer.secho(
@@ -105,22 +101,41 @@ def embed_command(
         f"({n_tokens / max(seconds, 1e-9):,.0f} tokens/s), model {model_label}",
         fg=typer.colors.GREEN,
     )
-    if cut_lines:
-        setting = fixed_length or f"auto: {LINE_MEMORY_BYTES / 2**30:g} GiB of memory per line"
-        typer.secho(f"⚠ {_describe_cut(cut_lines, line_tokens, f'--max-length {setting}')}", fg=typer.colors.YELLOW)
+    if embedder.cut:
+        warn(embedder.describe_cut("line", "--max-length"))
+
+
+class InputText:
+    """INPUT: a file, or '-' for standard input (read once and kept, as INPUT is read twice)."""
+
+    def __init__(self, path: Path) -> None:
+        self.paths: Tuple[Path, ...] = ()
+        self._data: Optional[bytes] = None
+        if str(path) == STDIN:
+            self.name, self._data = "<stdin>", sys.stdin.buffer.read()
+        else:
+            _check_input(path)
+            self.name, self.paths = str(path), (path,)
+
+    @property
+    def size(self) -> int:
+        return len(self._data) if self._data is not None else self.paths[0].stat().st_size
+
+    def open(self) -> BinaryIO:
+        return io.BytesIO(self._data) if self._data is not None else self.paths[0].open("rb")
 
 
 def write_embeddings(
-    input_path: Path,
+    text: InputText,
     output_path: Path,
     embedder: ElmoEmbedder,
     *,
     n_lines: int,
     top: bool = False,
     average: bool = False,
-) -> List[int]:
-    """Stream INPUT through `embedder` into a new HDF5 file, one dataset per line;
-    return the (1-based) numbers of the lines cut into spans of ``embedder.max_length``.
+) -> None:
+    """Stream INPUT through `embedder` into a new HDF5 file, one dataset per line (the
+    lines cut into spans of ``embedder.max_length``: ``embedder.cut``).
 
     The file is written under a temporary name and renamed only when complete;
     before each dataset the space for it and the rest of the file is checked, so a
@@ -130,21 +145,18 @@ def write_embeddings(
     import h5py
     from tqdm import tqdm
 
-    texts, for_tokens = itertools.tee(text for _, text in _read_lines(input_path))
-    layers_per_line = embedder.embed(text.split() for text in for_tokens)
+    texts, for_tokens = itertools.tee(line for _, line in _read_lines(text))
+    layers_per_line = embedder.embed((line.split() for line in for_tokens), warn=False)
     sentence_to_index: Dict[str, str] = {}
-    cut_lines: List[int] = []
     interactive = sys.stderr.isatty()
     progress = tqdm(
         total=n_lines, unit="sent", file=sys.stderr, disable=n_lines < PROGRESS_MIN_LINES,
         mininterval=0.1 if interactive else 30.0, dynamic_ncols=interactive,
     )
     # What the file still needs after the last dataset: the sentence index and HDF5's bookkeeping.
-    closing_bytes = input_path.stat().st_size + n_lines * _DATASET_BYTES + HDF5_OVERHEAD_BYTES
+    closing_bytes = text.size + n_lines * _DATASET_BYTES + HDF5_OVERHEAD_BYTES
     with progress, atomic_output_path(output_path) as tmp, h5py.File(tmp, "w") as handle:
-        for index, (text, layers) in enumerate(zip(texts, layers_per_line)):
-            if layers.shape[1] > embedder.max_length:  # (n_layers, n_tokens, dim)
-                cut_lines.append(index + 1)
+        for index, (line, layers) in enumerate(zip(texts, layers_per_line)):
             if top:
                 layers = layers[-1]
             elif average:
@@ -152,58 +164,57 @@ def write_embeddings(
             raise_if_terminated()
             check_space(tmp, layers.nbytes + closing_bytes, name=output_path)
             handle.create_dataset(str(index), data=layers, dtype="float32")
-            if text:
-                sentence_to_index[text] = str(index)
+            if line:
+                sentence_to_index[line] = str(index)
             progress.update()
         mapping = handle.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.special_dtype(vlen=str))
         mapping[0] = json.dumps(sentence_to_index)
-    return cut_lines
 
 
 #: An HDF5 dataset's header and its entry in the file's index, about 400 bytes.
 _DATASET_BYTES = 1024
 
 
-def _expected_size(input_path: Path, n_lines: int, n_floats: int) -> int:
+def _expected_size(text: InputText, n_lines: int, n_floats: int) -> int:
     """About how many bytes the output takes: the vectors, a header per line, the index."""
-    return 4 * n_floats + n_lines * _DATASET_BYTES + input_path.stat().st_size + HDF5_OVERHEAD_BYTES
+    return 4 * n_floats + n_lines * _DATASET_BYTES + text.size + HDF5_OVERHEAD_BYTES
 
 
 #: Where a CR not followed by LF ends a line within what binary reading gives as one.
 _AFTER_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
 
 
-def _read_lines(path: Path) -> Iterator[Tuple[int, str]]:
+def _read_lines(text: InputText) -> Iterator[Tuple[int, str]]:
     """Yield (1-based line number, stripped text); undecodable bytes raise `InputError`.
     Lines end at LF, CR LF or CR, as Python's universal newlines (the reference's) read them."""
     offset = 0
-    with path.open("rb") as handle:
+    with text.open() as handle:
         lines = (line for chunk in handle for line in _AFTER_LONE_CR.split(chunk) if line)
         for number, raw in enumerate(lines, start=1):
             try:
-                text = raw.decode("utf-8")
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 bad = raw[err.start : err.end]
                 raise InputError(
-                    f"{path}, line {number}: not valid UTF-8: bytes {bad!r} at byte offset "
+                    f"{text.name}, line {number}: not valid UTF-8: bytes {bad!r} at byte offset "
                     f"{offset + err.start} of the file (byte {err.start + 1} of the line)"
                 ) from None
             if number == 1:
-                text = text.removeprefix("\ufeff")
+                line = line.removeprefix("\ufeff")
             offset += len(raw)
-            yield number, text.strip()
+            yield number, line.strip()
 
 
-def _scan(path: Path) -> Tuple[int, int, List[int]]:
+def _scan(text: InputText) -> Tuple[int, int, List[int]]:
     """Read INPUT once up front: line count, token count, empty line numbers.
 
     This finds undecodable bytes before any work is done and sizes the progress bar.
     """
     n_lines = n_tokens = 0
     empty_lines: List[int] = []
-    for number, text in _read_lines(path):
+    for number, line in _read_lines(text):
         n_lines = number
-        n_words = len(text.split())
+        n_words = len(line.split())
         n_tokens += n_words
         if not n_words:
             empty_lines.append(number)
@@ -246,24 +257,3 @@ def _check_input(path: Path) -> None:
         raise InputError(f"Input file not found: {path}")
     if not path.is_file():
         raise InputError(f"Input path is not a file: {path}")
-
-
-def _describe_cut(numbers: List[int], max_length: int, how: str) -> str:
-    """E.g. "2 lines longer than 300 tokens (lines 4, 9) were cut into spans of 300
-    (--max-length 300); their vectors differ from an uncut run's"."""
-    one = len(numbers) == 1
-    return (
-        f"{len(numbers)} {'line' if one else 'lines'} longer than {max_length:,} tokens ({_name_lines(numbers)}) "
-        f"{'was' if one else 'were'} cut into spans of {max_length:,} ({how}); "
-        f"{'its' if one else 'their'} vectors differ from an uncut run's"
-    )
-
-
-def _name_lines(numbers: List[int]) -> str:
-    named = ", ".join(str(n) for n in numbers[:MAX_LINES_NAMED])
-    more = f" and {len(numbers) - MAX_LINES_NAMED} more" if len(numbers) > MAX_LINES_NAMED else ""
-    return f"{'line' if len(numbers) == 1 else 'lines'} {named}{more}"
-
-
-def _describe_lines(numbers: List[int]) -> str:
-    return f"{_name_lines(numbers)} {'is' if len(numbers) == 1 else 'are'}"

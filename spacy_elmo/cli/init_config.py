@@ -27,5 +27,6 @@ def init_config_cli(
         return
     with atomic_output_path(output_file) as tmp:
         tmp.write_text(text, encoding="utf8")
-    msg.good(f"Saved the pretraining config to {output_file}")
-    msg.text(f"Train: python -m spacy_elmo pretrain {output_file} OUTPUT_DIR --paths.train TEXT --paths.dev HELD_OUT")
+    msg.good(f"Saved the pretraining config to {output_file}; train with:")
+    # On a line of its own and unwrapped, so it can be pasted.
+    typer.echo(f"python -m spacy_elmo pretrain {output_file} OUTPUT_DIR --paths.train TEXT --paths.dev HELD_OUT")

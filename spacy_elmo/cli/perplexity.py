@@ -11,7 +11,10 @@ from .device import select_device
 
 @app.command("perplexity")
 def perplexity_cli(
-    run_dir: Path = typer.Argument(..., help="A pretraining run's output directory (model, softmax, vocab, config)", file_okay=False),
+    run_dir: Path = typer.Argument(
+        ..., help="A pretraining run's output directory (model, softmax, vocab, config), or a model shipped with its softmax: english-compact, portuguese-compact",
+        file_okay=False,
+    ),
     texts: List[Path] = typer.Argument(..., help="Held-out text: files, directories or glob patterns, read as the run read its training text"),
     max_sentences: Optional[int] = typer.Option(None, "--max-sentences", min=1, help="Score at most this many sentences"),
     unigram: bool = typer.Option(False, "--unigram", help="Also the unigram baseline of the run's training text"),

@@ -26,7 +26,7 @@ from .pytorch import elmoformanylangs_format
 from .pytorch.bilm import ElmoBiLM, length_sorted_batches
 from .pytorch.char_cnn import TokenVectorCache
 from .pytorch.dictionary_ids import DictionaryIds
-from .pytorch.options import NAMED_SIZES, BiLMOptions
+from .pytorch.options import BiLMOptions
 from .span_cache import SpanCache
 from .loaders import WeightsLoaderT
 from .types import BiLMModelT, SpanGetterT
@@ -39,6 +39,13 @@ NO_WEIGHTS = (
     "model = ${paths.elmo_model}\n"
     "(a model name such as english-compact, or a directory with options.json and "
     "weights.hdf5), or set `size` in the biLM's model config for a randomly initialised biLM."
+)
+#: Said when Docs reach a biLM layer that was never initialized.
+NOT_INITIALIZED = (
+    "The ELMo biLM has no weights: the pipeline was not initialized. Call nlp.initialize() first: it loads "
+    "the biLM that spacy-elmo ships for the pipeline's language, or the weights in "
+    "[initialize.components.elmo.weights_loader] (model = a name such as english-compact, or a directory with "
+    "options.json and weights.hdf5)"
 )
 
 
@@ -83,9 +90,7 @@ def build_bilm_layer_v1(
         shims=[DeferredPyTorchShim(describe=_describe_bilm, build=_build_bilm)],
     )
     if size is not None:
-        if size not in NAMED_SIZES:
-            raise SettingsError(f"Unknown biLM size {size!r}; choose from {', '.join(NAMED_SIZES)}")
-        set_bilm(model, ElmoBiLM(NAMED_SIZES[size]))
+        set_bilm(model, ElmoBiLM(BiLMOptions.named(size)))
     return model
 
 
@@ -151,7 +156,7 @@ def encode_docs(
     """
     bilm = get_bilm(model)
     if bilm is None:
-        raise WeightsError(NO_WEIGHTS)
+        raise WeightsError(NOT_INITIALIZED)
     ops = model.ops
     n_layers, width = model.get_dim("nL"), model.get_dim("nO")
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Optional, Tuple, Union
 
 from ..errors import InputError, SpacyElmoError
-from ..models.pytorch.original_format import load_bilm
+from .pytorch import original_format
 from ..named_models import default_model, is_downloaded, locate_model
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
@@ -38,7 +38,7 @@ def load_original_weights(path: Optional[Path], options: Optional[Path] = None) 
             "No ELMo weights given: set paths.elmo_model (a directory with options.json and "
             "weights.hdf5, or an .hdf5 file with options.json beside it)"
         )
-    return load_bilm(path, options).eval()
+    return original_format.load_bilm(path, options).eval()
 
 
 def build_elmo_weights_loader_v1(
@@ -65,16 +65,26 @@ def load_named_weights(
     model: Optional[Union[str, Path]], *, lang: str = "en",
     cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
 ) -> ElmoBiLM:
-    name = str(model or default_model(lang))
-    weights, options = find_model(name, cache=cache_dir, url=base_url)
+    return load_bilm(model or default_model(lang), cache_dir=cache_dir, base_url=base_url).eval()
+
+
+def load_bilm(
+    model: Union[str, Path], options: Optional[Union[str, Path]] = None, *,
+    cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
+) -> ElmoBiLM:
+    """A biLM by name or path, as the elmo component, `embed`, `perplexity` and
+    `pretrain --init-from` find it (:func:`find_model`): a model name, a directory with
+    ``options.json`` and the weights, a weights file (``options.json`` beside it, or
+    `options`), or an ELMoForManyLangs folder."""
+    weights, named_options = find_model(model, cache=cache_dir, url=base_url)
     try:
-        return load_model(weights, options).eval()
+        return load_model(weights, Path(options) if options is not None else named_options)
     except SpacyElmoError as err:
-        if not is_downloaded(name):
+        if not is_downloaded(model):
             raise
         # A damaged file in the download cache would fail the same way on every run.
         raise type(err)(
-            f"{err} -- it is a downloaded copy of {name!r}: delete {weights.parent} to download it again"
+            f"{err} -- it is a downloaded copy of {str(model)!r}: delete {weights.parent} to download it again"
         ) from None
 
 
@@ -110,4 +120,4 @@ def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:
     the bilm-tf/AllenNLP format (see :func:`~.pytorch.original_format.load_bilm`)."""
     if is_elmoformanylangs_folder(weights):  # its own config.json names the rest
         return load_elmoformanylangs(weights)
-    return load_bilm(weights, options)
+    return original_format.load_bilm(weights, options)

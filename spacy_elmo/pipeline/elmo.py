@@ -29,7 +29,8 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats3d
 
 from ..doc_data import (
-    DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, in_spacy_worker_process, install_extensions, set_vector_hooks,
+    DOC_TENSOR_MIXES, EXTENSION, ElmoDocData, in_spacy_worker_process, install_extensions,
+    keep_hooks_across_processes, set_vector_hooks,
 )
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
 from ..models.bilm_layer import encode_docs, get_bilm, has_weights_loader, load_weights
@@ -90,6 +91,7 @@ def make_elmo(
         product size, wherever it runs without gradients (the vectors differ
         slightly). A loaded pipeline takes the value of its load-time config.
     """
+    keep_hooks_across_processes(nlp)  # Docs from nlp.pipe(n_process=2) get their vector hooks back
     return ElmoComponent(
         nlp.vocab, model, name=name, frozen=frozen, doc_tensor=doc_tensor, vector_hooks=vector_hooks,
         frozen_cache_mb=frozen_cache_mb, token_cache_size=token_cache_size, precision=precision,
@@ -148,6 +150,11 @@ class ElmoComponent(TrainablePipe):
     def frozen(self) -> bool:
         return self._frozen
 
+    @property
+    def is_trainable(self) -> bool:
+        """A frozen biLM is not trained: spaCy neither updates it nor logs a loss for it."""
+        return not self.frozen
+
     @frozen.setter
     def frozen(self, value: bool) -> None:
         self._frozen = value
@@ -205,14 +212,15 @@ class ElmoComponent(TrainablePipe):
     def set_annotations(self, docs: Sequence[Doc], layers: List[Floats3d]) -> None:
         """Set ``doc._.elmo`` and, per ``doc_tensor``, ``Doc.tensor``."""
         install_extensions()
-        hooks = self.vector_hooks and self.doc_tensor is not None and not in_spacy_worker_process()
+        hooks = self.doc_tensor if self.vector_hooks else None
+        here = not in_spacy_worker_process()  # a worker's Docs travel as bytes: their hooks are set on arrival
         for doc, doc_layers in zip(docs, layers):
-            data = ElmoDocData(layers=doc_layers)
+            data = ElmoDocData(layers=doc_layers, hooks=hooks)
             setattr(doc._, EXTENSION, data)
             if self.doc_tensor is not None:
                 doc.tensor = data.mixed(self.doc_tensor)
-            if hooks:
-                set_vector_hooks(doc, self.doc_tensor)
+            if hooks is not None and here:
+                set_vector_hooks(doc, hooks)
 
     # Training ------------------------------------------------------------------------
 
@@ -226,15 +234,16 @@ class ElmoComponent(TrainablePipe):
     ) -> Dict[str, float]:
         """Run the biLM on the batch and hand its layers to every listener.
 
-        Frozen: the layers come from a prediction and nothing flows back.
-        Otherwise the listeners' gradients are summed, the last listener's
-        backprop runs the biLM's backward pass, and the loss recorded is the
-        squared norm of those gradients (as spaCy's Tok2Vec).
+        Frozen: the layers come from a prediction, nothing flows back and no loss
+        is recorded. Otherwise the listeners' gradients are summed, the last
+        listener's backprop runs the biLM's backward pass, and the loss recorded
+        is the squared norm of those gradients (as spaCy's Tok2Vec).
         """
         if losses is None:
             losses = {}
         validate_examples(examples, "ElmoComponent.update")
-        losses.setdefault(self.name, 0.0)
+        if not self.frozen:
+            losses.setdefault(self.name, 0.0)
         docs = [eg.predicted for eg in examples]
         if not self.listeners:
             return losses

@@ -242,27 +242,41 @@ _RANGES = {
 }
 
 
-def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = None) -> PretrainConfig:
-    """Read, override, interpolate and validate a pretraining config file."""
-    path = Path(path)
+def load_config(
+    path: Union[str, Path], overrides: Optional[Dict[str, Any]] = None, *, resumed: Optional[Path] = None
+) -> PretrainConfig:
+    """Read, override, interpolate and validate a pretraining config file; `resumed`: the
+    saved config of the run ``--resume`` continues, if it exists (`known` of :func:`parse_config`)."""
+    known = _read(resumed) if resumed is not None and resumed.is_file() else None
+    return parse_config(_read(Path(path)), overrides, source=str(path), known=known)
+
+
+def _read(path: Path) -> str:
     if not path.is_file():
         raise ConfigError(f"Config file not found: {path}")
     try:
-        text = path.read_text(encoding="utf8")
+        return path.read_text(encoding="utf8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"Cannot read config file {path}: {err}") from None
-    return parse_config(text, overrides, source=str(path))
 
 
 def parse_config(
-    text: str, overrides: Optional[Dict[str, Any]] = None, *, source: str = "config"
+    text: str, overrides: Optional[Dict[str, Any]] = None, *, source: str = "config", known: Optional[str] = None
 ) -> PretrainConfig:
-    """Validate config text; settings it leaves out take the defaults of :func:`default_config_text`."""
+    """Validate config text; settings it leaves out take the defaults of :func:`default_config_text`.
+
+    :param known: a run's saved config: every setting that neither `text` nor
+        `overrides` change from the defaults takes its value there (a resumed run
+        keeps its paths and the settings it was started with).
+    """
     overrides = dict(overrides or {})
     try:
-        # Settings the file leaves out take their default values.
         given = Config().from_str(text, interpolate=False)
-        merged = Config().from_str(default_config_text(), interpolate=False).merge(given)
+        defaults = Config().from_str(default_config_text(), interpolate=False)
+        if known is not None:
+            overrides = {**_left_to_run(given, defaults, Config().from_str(known, interpolate=False)), **overrides}
+        # Settings the file leaves out take their default values.
+        merged = defaults.merge(given)
         config = Config().from_str(merged.to_str(), overrides=overrides, interpolate=True)
     except ConfigValidationError as err:
         raise ConfigError(f"{source}: {one_line(err)}") from None
@@ -277,6 +291,16 @@ def parse_config(
     result = PretrainConfig(seed=system.seed, config=config, **sections)
     _check(result, source)
     return result
+
+
+def _left_to_run(given: Config, defaults: Config, saved: Config) -> Dict[str, Any]:
+    """The `saved` value of every setting that `given` leaves out or at its default value,
+    as overrides; a default that refers to another setting (``${paths.train}``) follows it."""
+    return {
+        f"{section}.{key}": value for section, values in saved.items() for key, value in values.items()
+        if key in defaults.get(section, {}) and "${" not in str(defaults[section][key])
+        and given.get(section, {}).get(key, defaults[section][key]) == defaults[section][key]
+    }
 
 
 def _section(cls: type, config: Config, name: str, source: str) -> Any:

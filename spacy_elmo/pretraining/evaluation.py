@@ -7,14 +7,19 @@ The unigram baseline counts the run's training text again; its tokenized files m
 that a read of the tokenized file, not a second tokenization.
 """
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import torch
 
+from ..errors import InputError
+from ..models.loaders import find_model
 from ..models.pytorch.char_ids import batch_to_char_ids
+from ..named_models import NAMED_MODELS, is_downloaded
 from .assembly import assemble_model
 from .batch_stream import batches_by_tokens
+from .config import PretrainConfig, parse_config
 from .corpus import Sentence, resolve_corpus_files
+from .default_config import default_config_text
 from .language_model import BiLMLanguageModel, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes
@@ -56,11 +61,10 @@ def run_perplexity(
     run_dir: PathLike, texts: Sequence[PathLike], *, max_sentences: Optional[int] = None,
     unigram: bool = False, device: Optional[torch.device] = None,
 ) -> Dict[str, float]:
-    """Forward, backward and average perplexity (full softmax) of the run's model on
-    `texts`; with `unigram`, also the unigram baseline of its training text."""
-    directory = RunDirectory(run_dir)
-    directory.check_finished()
-    config = directory.read_config()
+    """Forward, backward and average perplexity (full softmax) of the run's model (or a
+    model name's, :func:`scored_model`) on `texts`; with `unigram`, also the unigram
+    baseline of its training text."""
+    directory, config = scored_model(run_dir, unigram=unigram)
     text = TextReading(config.corpus, directory.tokenized)
     files = [file for name in texts for file in resolve_corpus_files(str(name), setting="text")]
     sentences = text.first_sentences(files, max_sentences, name="text")
@@ -77,3 +81,27 @@ def run_perplexity(
         counts, n_sentences, _ = text.count(resolve_corpus_files(config.corpus.train, setting="corpus.train"))
         result["unigram_perplexity"] = unigram_perplexity(counts, n_sentences, vocab, sentences)
     return result
+
+
+def scored_model(model: PathLike, *, unigram: bool = False) -> Tuple[RunDirectory, PretrainConfig]:
+    """The directory and config of a pretraining run, or of a model name that comes with
+    its softmax and vocabulary (the shipped ones): its text then read as it was trained,
+    with the spaCy tokenizer of its language and sentence splitting."""
+    name = str(model)
+    if Path(model).exists() or name not in NAMED_MODELS:
+        directory = RunDirectory(model)
+        directory.check_finished()
+        return directory, directory.read_config()
+    with_softmax = ", ".join(named for named, found in NAMED_MODELS.items() if found.shipped)
+    if is_downloaded(name):
+        raise InputError(
+            f"{name} is published without the softmax and vocabulary that perplexity reads; give a "
+            f"pretraining run's directory, or a model that ships them: {with_softmax}"
+        )
+    if unigram:
+        raise InputError(f"--unigram counts a run's training text, and {name} comes without its own; leave it out")
+    directory = RunDirectory(find_model(name)[0].parent)
+    directory.check_finished(config=False)
+    # A run that trained on nothing: only its [corpus] reading settings are used.
+    reading = {"corpus.train": "", "corpus.split_sentences": True}
+    return directory, parse_config(default_config_text(lang=NAMED_MODELS[name].lang), reading, source=name)

@@ -1,6 +1,5 @@
 """The training loop of a run: steps up to the last, logs, held-out evaluation,
 checkpoints with the exported model, and the guards that stop a run gone wrong."""
-import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -10,6 +9,7 @@ import torch
 from wasabi import msg
 
 from ..errors import TrainingError
+from ..messages import warn
 from ..sigterm import raise_if_terminated
 from .checkpoint import save_training_state
 from .config import PretrainConfig
@@ -22,8 +22,6 @@ from .progress import Progress
 from .run_directory import RunDirectory
 from .trainer import Trainer
 from .vocab import Vocabulary
-
-logger = logging.getLogger(__name__)
 
 # A mean loss this many times log(vocabulary size) (a uniform guess's) means the run diverged.
 DIVERGENCE_FACTOR = 10
@@ -68,6 +66,8 @@ class TrainingLoop:
         last_dev: Optional[Dict[str, float]] = None
         if self.dev is not None and progress.step == 0 and training.eval_at_start:
             last_dev = self._evaluate()
+            if main:
+                print(_dev_line(0, last_dev), flush=True)  # where the run starts from
         progress.restart_clock()
         bar = tqdm(total=self.max_steps, initial=progress.step, disable=not main, unit="step", dynamic_ncols=True)
         last_checkpoint = progress.step
@@ -96,10 +96,7 @@ class TrainingLoop:
                 if self.dev is not None and (step % training.eval_every == 0 or last):
                     last_dev = self._evaluate()
                     if main:
-                        bar.write(
-                            f"step {step}: held-out perplexity {last_dev['dev_perplexity']:.2f} (forward "
-                            f"{last_dev['dev_perplexity_forward']:.2f}, backward {last_dev['dev_perplexity_backward']:.2f})"
-                        )
+                        bar.write(_dev_line(step, last_dev))
                 if step % training.checkpoint_every == 0 or last:
                     self._save(last_checkpoint)
                     last_checkpoint = step
@@ -171,9 +168,7 @@ class TrainingLoop:
         self._check_weights(last_checkpoint)  # weights gone non-finite: stop now, not after more skipped steps
         limit, progress = self.config.training.max_nonfinite_steps, self.progress
         if self.processes.is_main:
-            logger.warning(
-                "step %d: non-finite loss or gradient, step skipped (%d in a row)", progress.step, progress.nonfinite_run
-            )
+            warn(f"step {progress.step}: non-finite loss or gradient, step skipped ({progress.nonfinite_run} in a row)")
         if progress.nonfinite_run >= limit:
             raise TrainingError(
                 f"The loss or gradient was not finite for {limit} steps in a row (last at step {progress.step}); "
@@ -183,12 +178,19 @@ class TrainingLoop:
 
     def _say_interrupted(self, last_checkpoint: int) -> None:
         if self.directory.checkpoint.exists():
-            msg.warn(f"Interrupted at step {self.progress.step}; --resume continues from step {last_checkpoint}")
+            warn(f"Interrupted at step {self.progress.step}; --resume continues from step {last_checkpoint}")
         else:
-            msg.warn(
+            warn(
                 f"Interrupted at step {self.progress.step}, before the first checkpoint: nothing to resume; "
                 f"run the same command again (without --resume) to start over"
             )
+
+
+def _dev_line(step: int, result: Dict[str, float]) -> str:
+    return (
+        f"step {step}: held-out perplexity {result['dev_perplexity']:.2f} (forward "
+        f"{result['dev_perplexity_forward']:.2f}, backward {result['dev_perplexity_backward']:.2f})"
+    )
 
 
 def _kept(last_checkpoint: int) -> str:

@@ -2,25 +2,26 @@
 the one there continued), the vocabulary, the model, then the training loop."""
 import contextlib
 import math
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
-from wasabi import msg
+from confection import Config
 
 from ..directory_lock import hold_directory
 from ..errors import ConfigError, SpacyElmoError, TrainingError
+from ..messages import note, warn
 from ..models.loaders import find_model
 from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
 from ..models.pytorch.options import BiLMOptions
 from ..output_files import check_output_dir
 from .assembly import GROWABLE, assemble_model, growth
 from .checkpoint import check_vocabulary, load_checkpoint, restore_training_state
-from .config import PretrainConfig
+from .config import PretrainConfig, parse_config
 from .batch_stream import BatchStream
 from .corpus import Sentence, corpus_root, resolve_corpus_files
+from .default_config import default_config_text
 from .language_model import BiLMLanguageModel
 from .loop import TrainingLoop
 from .processes import Processes, setup_processes, shutdown
@@ -33,6 +34,9 @@ from .trainer import Trainer
 from .vocab import Vocabulary
 
 PathLike = Union[str, Path]
+#: What ``--init-from`` trains with when the config keeps the default optimizer (Adagrad at
+#: 0.2 trains a biLM from scratch, and makes a trained one worse): the project's adapt step's.
+CONTINUING_OPTIMIZER = {"optimizer.name": "adam", "optimizer.learn_rate": 0.001}
 
 
 class PretrainRun:
@@ -58,6 +62,13 @@ class PretrainRun:
                 f"--init-from {init_from}: an ELMoForManyLangs model (a character vocabulary and word "
                 "embedding) cannot be trained here; pretraining reads UTF-8 bytes, as bilm-tf models do"
             )
+        if self.init_from is not None and _default_optimizer(config):
+            self.config = config = parse_config(config.to_str(), CONTINUING_OPTIMIZER, source="config")
+            self.say(
+                f"--init-from {init_from}: training with Adam at learn_rate 0.001, which continues a trained biLM "
+                "(the default optimizer, Adagrad at 0.2, trains one from scratch and makes it worse); set "
+                "optimizer.name or optimizer.learn_rate to choose another"
+            )
         self.text = TextReading(config.corpus, self.directory.tokenized)
         corpus = config.corpus
         self.train_files = resolve_corpus_files(corpus.train, setting="corpus.train")
@@ -68,7 +79,7 @@ class PretrainRun:
 
     def say(self, text: str) -> None:
         if self.processes.is_main:
-            msg.info(text)
+            note(text)
 
     def run(self) -> Dict[str, Any]:
         check_output_dir(self.directory.path, inputs=self._corpus_roots())
@@ -110,11 +121,7 @@ class PretrainRun:
         if reason is None:
             return True
         previous = self.directory.move_aside()
-        # One line, unwrapped (wasabi wraps at the terminal's width): the log of a workflow keeps it whole.
-        print(
-            f"⚠ --resume auto: {self.directory.path} held another run ({reason}); moved it to {previous}, starting afresh",
-            file=sys.stderr, flush=True,
-        )
+        warn(f"--resume auto: {self.directory.path} held another run ({reason}); moved it to {previous}, starting afresh")
         held.enter_context(hold_directory(self.directory.path))
         return False
 
@@ -318,6 +325,12 @@ def pretrain(
         return PretrainRun(config, output_dir, processes, resume=resume, init_from=init_from).run()
     finally:
         shutdown(processes)
+
+
+def _default_optimizer(config: PretrainConfig) -> bool:
+    """Whether `config` trains with the default config's optimizer and learning rate."""
+    default = Config().from_str(default_config_text(), interpolate=False)["optimizer"]
+    return (config.optimizer.name, config.optimizer.learn_rate) == (default["name"], default["learn_rate"])
 
 
 def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int, int]:

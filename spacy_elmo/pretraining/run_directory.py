@@ -56,9 +56,10 @@ class RunDirectory:
         self.vocab = self.path / VOCAB_NAME
         self.tokenized = self.path / TOKENIZED_NAME
 
-    def check_finished(self) -> None:
-        """Raise :class:`InputError` unless the directory holds a model to evaluate, whole."""
-        missing = [path.name for path in (self.config, self.vocab, self.softmax) if not path.is_file()]
+    def check_finished(self, *, config: bool = True) -> None:
+        """Raise :class:`InputError` unless the directory holds a model to evaluate, whole (and its `config`)."""
+        needed = (self.config, self.vocab, self.softmax) if config else (self.vocab, self.softmax)
+        missing = [path.name for path in needed if not path.is_file()]
         if missing:
             raise InputError(f"{self.path} is not a finished pretraining run: no {', '.join(missing)}")
         self.check_export()

@@ -64,6 +64,14 @@ def test_init_config_writes_a_valid_commented_config(tmp_path, capsys, monkeypat
     assert not (tmp_path / "zz.cfg").exists()
 
 
+def test_init_config_prints_the_next_command_on_one_line_to_paste(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "a_config_file_with_a_name_long_enough_to_be_wrapped_at_eighty_columns.cfg"
+    code, out, _ = run_cli(capsys, monkeypatch, "init-config", path)
+    assert code == 0
+    command = f"python -m spacy_elmo pretrain {path} OUTPUT_DIR --paths.train TEXT --paths.dev HELD_OUT"
+    assert out.splitlines()[-1] == command
+
+
 def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
     config_path = tmp_path / "pretrain.cfg"
     run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "tiny")
@@ -101,6 +109,58 @@ def test_errors_print_one_line(tmp_path, capsys, monkeypatch, tiny_text, args, m
     code, out, err = run_cli(capsys, monkeypatch, "pretrain", config_path, tmp_path / "out", *base, *args, *FAST)
     assert code == 1
     assert message in out + err and "Traceback" not in out + err
+
+
+def test_resume_needs_nothing_the_run_knows(tmp_path, capsys, monkeypatch, tiny_text):
+    """The README's commands: `pretrain CFG out/ --paths.train ...`, then `pretrain CFG out/
+    --resume`. The run's saved settings (its paths, the overrides it started with) fill what CFG
+    and the command line leave at the defaults; a CFG that changes the model is still refused."""
+    config_path = tmp_path / "my_pretrain.cfg"
+    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "tiny")
+    output_dir = tmp_path / "out"
+    code, out, err = run_cli(
+        capsys, monkeypatch, "pretrain", config_path, output_dir, "--paths.train", tiny_text, "--paths.dev", tiny_text,
+        "--training.max_steps", "2", "--optimizer.name", "adam", *FAST,
+    )
+    assert code == 0, err
+    code, out, err = run_cli(capsys, monkeypatch, "pretrain", config_path, output_dir, "--resume", "--training.max_steps", "3")
+    assert code == 0, err
+    assert "Resuming from step 2" in out and _train_steps(output_dir) == [1, 2, 3]
+    saved = load_config(output_dir / "config.cfg")
+    assert (saved.corpus.train, saved.corpus.dev, saved.corpus.tokenizer) == (str(tiny_text), str(tiny_text), "whitespace")
+    assert (saved.optimizer.name, saved.training.max_steps, saved.model.size) == ("adam", 3, "tiny")
+    other = tmp_path / "other.cfg"
+    other.write_text(config_path.read_text(encoding="utf8").replace('size = "tiny"', 'size = "compact"'), encoding="utf8")
+    code, out, err = run_cli(capsys, monkeypatch, "pretrain", other, output_dir, "--resume", "--training.max_steps", "4")
+    assert code == 1 and err == (
+        f"✘ --resume: the config's [model] differ from the run in {output_dir}; resume with the same model, "
+        "vocab and softmax settings\n"
+    )
+
+
+def test_continuing_a_model_trains_with_adam_and_shows_where_it_starts(tmp_path, capsys, monkeypatch, tiny_text):
+    """--init-from with the default optimizer (Adagrad at 0.2 would unlearn the model) trains
+    with Adam at 0.001, says so in one line, and prints the held-out perplexity at step 0."""
+    config_path = tmp_path / "pretrain.cfg"
+    run_cli(capsys, monkeypatch, "init-config", config_path, "--size", "tiny")
+    common = ["--paths.train", tiny_text, "--paths.dev", tiny_text, "--training.max_steps", "2", *FAST]
+    assert run_cli(capsys, monkeypatch, "pretrain", config_path, tmp_path / "first", *common)[0] == 0
+    start = tmp_path / "first"
+    for name, extra, optimizer in (("more", [], ("adam", 0.001)), ("own", ["--optimizer.learn_rate", "0.1"], ("adagrad", 0.1))):
+        code, out, err = run_cli(
+            capsys, monkeypatch, "pretrain", config_path, tmp_path / name, "--init-from", start, *common,
+            "--training.eval_at_start", "true", *extra,
+        )
+        assert code == 0, err
+        saved = load_config(tmp_path / name / "config.cfg").optimizer
+        assert (saved.name, saved.learn_rate) == optimizer
+        notes = [line for line in out.splitlines() if "training with Adam" in line]
+        assert notes == ([
+            f"ℹ --init-from {start}: training with Adam at learn_rate 0.001, which continues a trained biLM (the "
+            "default optimizer, Adagrad at 0.2, trains one from scratch and makes it worse); set optimizer.name or "
+            "optimizer.learn_rate to choose another"
+        ] if name == "more" else [])
+        assert any(line.startswith("step 0: held-out perplexity ") for line in out.splitlines()), out
 
 
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -217,14 +277,15 @@ def test_resume_auto_is_told_from_a_setting_whose_value_is_auto(resume, args, mo
 
 
 def test_resume_auto_continues_this_run_after_a_stop(tmp_path, tiny_text, capsys, monkeypatch):
-    """A fresh start with --resume auto, stopped after its first checkpoint; the same command goes on from there."""
+    """A fresh start with --resume auto, stopped after its first checkpoint; the same command
+    (--resume=auto, as click spells an option's value too) goes on from there."""
     output_dir = tmp_path / "out"
     args = _pretrain_command(tmp_path, tiny_text, output_dir, max_steps=4, checkpoint_every=2)[3:] + ["--resume", "auto"]
     original_step = kill_at_step(monkeypatch, 3)
     code, _, _ = run_cli(capsys, monkeypatch, *args)
     assert code != 0 and load_checkpoint(output_dir / "checkpoint.pt")["step"] == 2
     monkeypatch.setattr(Trainer, "train_step", original_step)
-    code, out, err = run_cli(capsys, monkeypatch, *args)
+    code, out, err = run_cli(capsys, monkeypatch, *args[:-2], "--resume=auto")
     assert code == 0, out + err
     assert "Resuming from step 2" in out and "moved it to" not in out + err
     assert _train_steps(output_dir) == [1, 2, 3, 4]

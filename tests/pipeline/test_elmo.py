@@ -10,7 +10,7 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from spacy_elmo.doc_data import ElmoDocData
+from spacy_elmo.doc_data import ElmoDocData, restore_vector_hooks
 from spacy_elmo.errors import SpacyElmoError, WeightsError
 from spacy_elmo.models.bilm_layer import get_bilm
 from spacy_elmo.models.loaders import load_named_weights
@@ -131,6 +131,13 @@ def test_a_weights_loader_in_the_model_config_is_used_when_initialize_gives_none
     numpy.testing.assert_allclose(doc._.elmo.layers, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_docs_before_initialize_are_told_to_call_it():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    with pytest.raises(WeightsError, match=r"not initialized\. Call nlp\.initialize\(\) first: it loads the biLM"):
+        nlp("The bank of the river .")
+
+
 def test_initialize_with_a_missing_weights_file_names_it(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
@@ -224,15 +231,22 @@ import numpy
 from tests.pipeline.util import TEXTS, elmo_nlp
 nlp = elmo_nlp(Path(sys.argv[1]))
 texts = [f"{text} Number {i}." for i, text in enumerate(TEXTS * 4)]
+texts += ["I sat on the bank of the river .", "I went to the bank to get money ."]
 single = list(nlp.pipe(texts, batch_size=4))
 double = list(nlp.pipe(texts, batch_size=4, n_process=2))
 for a, b in zip(single, double):
     numpy.testing.assert_array_equal(a._.elmo.layers, b._.elmo.layers)
     numpy.testing.assert_array_equal(a.tensor, b.tensor)
-    # No hooks after the trip, but spaCy's fallback reads the tensor: the same vectors.
+    # The Docs come back as bytes, and get their vector hooks again: the same vectors and similarities.
     numpy.testing.assert_array_equal(b[0].vector, a[0].vector)
     numpy.testing.assert_allclose(b.vector, a.vector, rtol=1e-6)
     numpy.testing.assert_allclose(b[:2].vector, a[:2].vector, rtol=1e-6)
+(river, money), (river_2, money_2) = single[-2:], double[-2:]
+assert river_2[4].similarity(money_2[4]) == river[4].similarity(money[4]) < 1 - 1e-4, "bank is bank"
+assert river_2.similarity(money_2) == river.similarity(money)
+tuples = list(nlp.pipe([(text, i) for i, text in enumerate(texts[-2:])], as_tuples=True, n_process=2))
+assert [context for _, context in tuples] == [0, 1]
+assert tuples[0][0][4].similarity(tuples[1][0][4]) == river[4].similarity(money[4])
 print("same docs")
 """
 
@@ -259,6 +273,11 @@ def test_doc_data_survives_docbin_and_doc_bytes(nlp):
     for a, b in zip(docs, restored):
         assert b._.elmo.layers.dtype == numpy.float32
         numpy.testing.assert_array_equal(a._.elmo.layers, b._.elmo.layers)
+        assert b._.elmo.hooks == "mean" and not b.user_token_hooks
+    # What nlp.pipe(n_process=2) does to the Docs it reads back: "bank" of a river is not "bank" of a robber.
+    for doc in restored[:2]:
+        restore_vector_hooks(doc)
+    assert restored[0][1].similarity(restored[1][3]) == docs[0][1].similarity(docs[1][3]) < 1 - 1e-4
     again = Doc(nlp.vocab).from_bytes(docs[0].to_bytes())
     numpy.testing.assert_array_equal(again._.elmo.layers, docs[0]._.elmo.layers)
     numpy.testing.assert_array_equal(again.tensor, docs[0].tensor)

@@ -1,8 +1,11 @@
 """Training with ELMo listeners: what learns, what stays frozen, reloading."""
+import io
+
 import numpy
 import pytest
 import spacy
 import torch
+from spacy.training.loggers import console_logger
 
 from spacy_elmo.errors import SpacyElmoError
 from spacy_elmo.models.bilm_layer import get_bilm
@@ -29,11 +32,22 @@ def test_training_a_tagger_learns_the_mix_but_not_the_frozen_bilm(weights):
     weights_before, gamma_before = _mix(nlp, "tagger")
     numpy.testing.assert_allclose(weights_before, [1 / 3] * 3)  # starts as the layer average
     losses = train(nlp, 8)
-    assert losses["elmo"] == 0.0
+    assert "elmo" not in losses and "tagger" in losses  # a frozen biLM has no loss to report
     weights_after, gamma_after = _mix(nlp, "tagger")
     assert not numpy.allclose(weights_after, weights_before)
     assert gamma_after != gamma_before
     assert _changed(bilm_before, _bilm_state(nlp)) == []
+
+
+def test_spacy_train_logs_no_loss_column_for_a_frozen_elmo(weights):
+    """A frozen elmo is not trainable, so spaCy's console logger gives it no "Loss elmo" column."""
+    for frozen in (True, False):
+        nlp = elmo_nlp(weights, frozen=frozen)
+        assert nlp.get_pipe("elmo").is_trainable is not frozen
+        stdout = io.StringIO()
+        console_logger(progress_bar=False)(nlp, stdout, io.StringIO())
+        header = " ".join(stdout.getvalue().splitlines()[0].split())
+        assert header.startswith("E # LOSS ELMO LOSS TAGGER" if not frozen else "E # LOSS TAGGER"), header
 
 
 def test_fine_tuning_changes_the_bilm(weights):

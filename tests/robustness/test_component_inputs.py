@@ -106,7 +106,15 @@ def _mixer_weights(workspace: Path, initial_weights) -> None:
     elmo_nlp(workspace / "model" / "weights.hdf5", listener=listener_config(mixer=mixer))
 
 
+def _not_initialized() -> None:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    nlp("The bank .")
+
+
 PROBES = [
+    ("Docs before nlp.initialize()", lambda p, ws: _not_initialized(),
+     "the pipeline was not initialized. Call nlp.initialize() first"),
     ("doc_tensor 'bogus'", lambda p, ws: _component({"doc_tensor": "bogus"}), "doc_tensor"),
     ("frozen_cache_mb -1", lambda p, ws: _component({"frozen_cache_mb": -1}), "frozen_cache_mb"),
     ("token_cache_size -1", lambda p, ws: _component({"token_cache_size": -1}), "token_cache_size"),

@@ -49,6 +49,11 @@ def perplexity_probes(run: Path):
               lambda ws: ["perplexity", _run(ws, run), _write(ws / "bad.txt", b"ok\n\xff\xfe\n")], "bad.txt"),
         Probe("perplexity: empty text",
               lambda ws: ["perplexity", _run(ws, run), _write(ws / "empty.txt", "")], "empty.txt"),
+        Probe("perplexity: a published model, without a softmax", lambda ws: ["perplexity", "small", "text.txt"],
+              "small is published without the softmax and vocabulary that perplexity reads"),
+        Probe("perplexity: --unigram of a shipped model",
+              lambda ws: ["perplexity", "english-compact", "text.txt", "--unigram"],
+              "--unigram counts a run's training text, and english-compact comes without its own"),
     ]
 
 
@@ -64,7 +69,7 @@ def inspect_probes(pipeline: Path):
     ]
 
 
-@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("index", range(7))
 def test_perplexity_refuses_with_one_line_and_changes_nothing(index, finished_run, workspace, capsys, monkeypatch):
     run_probe(perplexity_probes(finished_run)[index], workspace, capsys, monkeypatch)
 

@@ -211,8 +211,9 @@ def test_resume_after_a_training_file_was_deleted_refuses_and_changes_nothing(wo
 def test_weights_gone_non_finite_stop_the_run_and_keep_the_last_checkpoint(
     finished_run, workspace, reference_dir, capsys, monkeypatch
 ):
-    """Resumed at step 2, the biLM's weights become NaN in step 3: step 4's loss is not finite, and the run
-    stops with the checkpoint and exported biLM of step 2 as they were."""
+    """Resumed at step 2 (with the run's own settings: a checkpoint every step), the biLM's weights
+    become NaN in step 3: its checkpoint finds them, and the run stops with the checkpoint and
+    exported biLM of step 2 as they were."""
     original_step = Trainer.train_step
 
     def poisoned(self, batch):
@@ -232,7 +233,7 @@ def test_weights_gone_non_finite_stop_the_run_and_keep_the_last_checkpoint(
     lines = [line for line in err.splitlines() if line.startswith("✘")]
     assert code == 1 and "Traceback" not in err and err.rstrip().endswith(lines[0]) and len(lines) == 1, err
     assert lines[0] == (
-        "✘ The biLM's weights are not finite (NaN or infinity) at step 4, so they were not saved; lower "
+        "✘ The biLM's weights are not finite (NaN or infinity) at step 3, so they were not saved; lower "
         "optimizer.learn_rate (now 0.2) or training.grad_clip and start again (the last checkpoint is from step 2)"
     )
     after = snapshot(workspace)

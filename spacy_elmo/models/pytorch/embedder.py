@@ -4,6 +4,7 @@ Sentences are grouped by length inside a window of the input so that batches
 carry little padding; every sentence is encoded independently of its batch
 (zero initial state), so the grouping never changes a vector.
 """
+import warnings
 from itertools import islice
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
@@ -21,6 +22,10 @@ DeviceLike = Union[str, torch.device]
 #: Per token, beside the floats :func:`bytes_per_token` counts: character ids, index
 #: tensors, the recurrence's per-step tensors (measured: 6 to 8 KB).
 TOKEN_OVERHEAD_BYTES = 16 * 1024
+#: ``max_length=None`` (auto) keeps a sentence whole while its encoding fits in this much memory.
+LINE_MEMORY_BYTES = 2**30
+#: The most sentence numbers a warning names.
+MAX_NAMED = 10
 
 
 class ElmoEmbedder:
@@ -38,7 +43,9 @@ class ElmoEmbedder:
         with AVX2 or VNNI (see :meth:`ElmoBiLM.forward`).
     :param max_length: a sentence longer than this many tokens is encoded in
         spans of at most this many (each from a zero state, as in the spaCy
-        component), so memory stays bounded on any input.
+        component), so memory stays bounded on any input; None (auto): as many
+        as one sentence's encoding holds in :data:`LINE_MEMORY_BYTES` (7,825 for
+        english-compact), so every shorter sentence gets the reference's vectors.
     """
 
     def __init__(
@@ -50,12 +57,15 @@ class ElmoEmbedder:
         sort_window: int = 64,
         token_cache_size: int = 50_000,
         precision: str = "fp32",
-        max_length: int = 256,
+        max_length: Optional[int] = None,
         device: DeviceLike = "cpu",
     ) -> None:
-        if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1 or max_length < 1:
+        if batch_size < 1 or max_batch_tokens < 1 or sort_window < 1 or (max_length is not None and max_length < 1):
             raise ValueError("batch_size, max_batch_tokens, sort_window and max_length must be positive")
-        self.max_length = max_length
+        self.auto_length = max_length is None
+        self.max_length = max_length or max_tokens_per_line(bilm.options, LINE_MEMORY_BYTES)
+        #: The (1-based) numbers of the sentences the last :meth:`embed` cut into spans.
+        self.cut: List[int] = []
         self.token_cache = TokenVectorCache(token_cache_size)
         self.device = torch.device(device)
         self.bilm = bilm.to(self.device).eval()
@@ -65,17 +75,24 @@ class ElmoEmbedder:
         self.max_batch_tokens = max_batch_tokens
         self.sort_window = sort_window
 
-    def embed(self, sentences: Iterable[Sentence]) -> Iterator[numpy.ndarray]:
-        """Yield each sentence's layers in input order.
+    def embed(self, sentences: Iterable[Sentence], *, warn: bool = True) -> Iterator[numpy.ndarray]:
+        """Yield each sentence's layers in input order; a sentence longer than
+        `max_length` is cut (:attr:`cut`), and with `warn` one warning says so at the end.
 
         *Shape:* ``(n_layers + 1, n_tokens, 2 * projection_dim)``, float32.
         """
         iterator = iter(sentences)
         window_size = self.batch_size * self.sort_window
+        self.cut = []
+        seen = 0
         while True:
             window = [list(s) for s in islice(iterator, window_size)]
             if not window:
+                if self.cut and warn:
+                    warnings.warn(self.describe_cut(), stacklevel=2)
                 return
+            self.cut.extend(seen + i + 1 for i, sentence in enumerate(window) if len(sentence) > self.max_length)
+            seen += len(window)
             # Long sentences as spans of at most max_length tokens, joined again below.
             spans: List[Sentence] = []
             n_spans = []
@@ -96,6 +113,17 @@ class ElmoEmbedder:
                 parts = results[start : start + count]
                 start += count
                 yield parts[0] if count == 1 else numpy.concatenate(parts, axis=1)  # type: ignore[misc]
+
+    def describe_cut(self, noun: str = "sentence", setting: str = "max_length") -> str:
+        """The sentences of :attr:`cut`, e.g. "2 sentences longer than 300 tokens (sentences
+        4, 9) were cut into spans of 300 (max_length 300); their vectors differ from an uncut run's"."""
+        one = len(self.cut) == 1
+        how = f"auto: {LINE_MEMORY_BYTES / 2**30:g} GiB of memory per {noun}" if self.auto_length else self.max_length
+        return (
+            f"{len(self.cut)} {noun if one else noun + 's'} longer than {self.max_length:,} tokens "
+            f"({name_numbers(self.cut, noun)}) {'was' if one else 'were'} cut into spans of {self.max_length:,} "
+            f"({setting} {how}); {'its' if one else 'their'} vectors differ from an uncut run's"
+        )
 
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
@@ -125,3 +153,10 @@ def bytes_per_token(options: BiLMOptions) -> int:
 def max_tokens_per_line(options: BiLMOptions, memory_bytes: int) -> int:
     """The longest line whose encoding fits in `memory_bytes` (`--max-length auto`)."""
     return max(1, memory_bytes // bytes_per_token(options))
+
+
+def name_numbers(numbers: Sequence[int], noun: str) -> str:
+    """E.g. "line 4", "lines 1, 3" or "lines 1, 2, ..., 10 and 5 more"."""
+    named = ", ".join(str(n) for n in numbers[:MAX_NAMED])
+    more = f" and {len(numbers) - MAX_NAMED} more" if len(numbers) > MAX_NAMED else ""
+    return f"{noun if len(numbers) == 1 else noun + 's'} {named}{more}"

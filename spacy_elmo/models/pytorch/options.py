@@ -1,10 +1,11 @@
 """The biLM hyper-parameters, as stored in bilm-tf/AllenNLP `options.json`."""
+import dataclasses
 import math
 import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...errors import OptionsError
+from ...errors import OptionsError, SettingsError
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,15 @@ class BiLMOptions:
     def output_dim(self) -> int:
         """Width of every output layer: forward and backward halves."""
         return 2 * self.projection_dim
+
+    @classmethod
+    def named(cls, size: str, **changes: Any) -> "BiLMOptions":
+        """The options of a named size (:data:`NAMED_SIZES`), with `changes` (e.g.
+        ``lstm_dim=256``) checked as `options.json`'s values are."""
+        if size not in NAMED_SIZES:
+            raise SettingsError(f"Unknown biLM size {size!r}; choose from {', '.join(NAMED_SIZES)}")
+        options = dataclasses.replace(NAMED_SIZES[size], **changes)
+        return cls.from_dict(options.to_dict(), source=f"BiLMOptions.named({size!r})")
 
     @classmethod
     def from_dict(cls, options: Dict[str, Any], *, source: str = "options") -> "BiLMOptions":

@@ -1,5 +1,8 @@
 """ElmoEmbedder: input order, the same vectors as one encode per sentence, long sentences in spans."""
+import warnings
+
 import numpy
+import pytest
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
@@ -24,9 +27,30 @@ def test_a_long_sentence_is_encoded_in_bounded_spans(fixture_bilm):
     encoded as a sentence of its own, joined in order."""
     long = [f"w{i % 37}" for i in range(23)]
     embedder = ElmoEmbedder(fixture_bilm, batch_size=4, max_length=10)
-    arrays = list(embedder.embed([["x", "y"], long, []]))
+    message = (
+        "1 sentence longer than 10 tokens (sentence 2) was cut into spans of 10 (max_length 10); "
+        "its vectors differ from an uncut run's"
+    )
+    with pytest.warns(UserWarning) as caught:
+        arrays = list(embedder.embed([["x", "y"], long, []]))
+    assert [str(w.message) for w in caught] == [message] and embedder.cut == [2]
     assert [a.shape[1] for a in arrays] == [2, 23, 0]
     for start in (0, 10, 20):
         with torch.inference_mode():
             alone = fixture_bilm(batch_to_char_ids([long[start : start + 10]])).layers[0].numpy()
         numpy.testing.assert_allclose(arrays[1][:, start : start + 10], alone, rtol=0, atol=1e-5)
+
+
+def test_by_default_a_sentence_over_256_tokens_is_read_whole_without_a_warning(fixture_bilm):
+    """As `embed` reads it: a sentence is cut only beyond the memory bound (31,895 tokens of
+    the fixture biLM, 7,825 of english-compact), so a 300-token one gets the reference's vectors."""
+    words = [f"w{i % 41}" for i in range(300)]
+    embedder = ElmoEmbedder(fixture_bilm)
+    assert embedder.max_length == 31_895
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (array,) = embedder.embed([words])
+    with torch.inference_mode():
+        whole = fixture_bilm(batch_to_char_ids([words])).layers[0].numpy()
+    numpy.testing.assert_allclose(array, whole, rtol=0, atol=1e-5)
+    assert embedder.cut == []
