@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable, Optional, Tuple, Union
 
 from ..errors import InputError, SpacyElmoError
-from .pytorch import original_format
 from ..named_models import default_model, is_downloaded, locate_model
+from .pytorch import original_format
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
 from .pytorch.elmoformanylangs_archive import unpack_archive
@@ -112,7 +112,7 @@ def _check_loads(files: Tuple[Path, ...]) -> None:
     if len(files) == 1:
         unpack_archive(files[0])
     else:
-        load_bilm(files[1], files[0])
+        original_format.load_bilm(files[1], files[0])
 
 
 def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:

@@ -150,17 +150,17 @@ class ElmoComponent(TrainablePipe):
     def frozen(self) -> bool:
         return self._frozen
 
-    @property
-    def is_trainable(self) -> bool:
-        """A frozen biLM is not trained: spaCy neither updates it nor logs a loss for it."""
-        return not self.frozen
-
     @frozen.setter
     def frozen(self, value: bool) -> None:
         self._frozen = value
         self.span_cache.clear()
         # Listeners replaced by an inline copy inherit the setting in their config.
         self.model.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, frozen=value)
+
+    @property
+    def is_trainable(self) -> bool:
+        """A frozen biLM is not trained: spaCy neither updates it nor logs a loss for it."""
+        return not self.frozen
 
     # Listeners (as spaCy's Tok2Vec) ------------------------------------------------
 
