@@ -27,6 +27,7 @@ from .pytorch.bilm import ElmoBiLM, length_sorted_batches
 from .pytorch.char_cnn import TokenVectorCache
 from .pytorch.dictionary_ids import DictionaryIds
 from .pytorch.options import BiLMOptions
+from .pytorch.original_format import checked_options
 from .span_cache import SpanCache
 from .loaders import WeightsLoaderT
 from .types import BiLMModelT, SpanGetterT
@@ -225,4 +226,4 @@ def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:
 def _build_bilm(config: Dict[str, Any]) -> ElmoBiLM:
     if elmoformanylangs_format.DESCRIPTION_KEY in config:
         return elmoformanylangs_format.from_description(config)
-    return ElmoBiLM(BiLMOptions.from_dict(config, source="the serialized elmo model"))
+    return ElmoBiLM(checked_options(config, "the serialized elmo model"))

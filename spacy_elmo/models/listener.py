@@ -6,7 +6,7 @@ with, the listening component). In training the elmo component hands its
 outputs and a backprop callback to each listener (``receive``); in prediction
 the listener reads ``doc._.elmo``.
 """
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 from thinc.api import Model
@@ -101,6 +101,18 @@ class ElmoListener(Model):
         outputs, backprop = self._outputs, self._backprop
         self.clear()
         return outputs, backprop
+
+
+def check_upstream(model: Model, component: str, elmo_components: Sequence[str], components: Sequence[str]) -> None:
+    """Refuse an ELMo listener in `model` (`component`'s) whose upstream is none of the
+    pipeline's elmo components: nothing would ever feed it."""
+    for node in model.walk():
+        if isinstance(node, ElmoListener) and node.upstream_name not in ("*", *elmo_components):
+            raise SettingsError(
+                f"The ELMo listener of {component!r} listens to {node.upstream_name!r}, which is not an elmo "
+                f"component of this pipeline (its components: {', '.join(components)}; the elmo ones: "
+                f"{', '.join(elmo_components)}); set the listener's upstream to one of those, or \"*\" for any"
+            )
 
 
 def init_listener(model: ElmoListener, X: Optional[List[Doc]] = None, Y=None) -> None:

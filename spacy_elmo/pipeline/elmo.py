@@ -33,10 +33,11 @@ from ..doc_data import (
     keep_hooks_across_processes, set_vector_hooks,
 )
 from ..errors import SettingsError, SpacyElmoError, WeightsError, one_line
+from ..input_files import check_regular_file
 from ..models.bilm_layer import encode_docs, get_bilm, has_weights_loader, load_weights
 from ..models.gradients import no_gradient
 from ..models.tok2vec_elmo import replace_listener, replace_listener_cfg
-from ..models.listener import ElmoListener
+from ..models.listener import ElmoListener, check_upstream
 from ..models.loaders import WeightsLoaderT, build_elmo_weights_loader_v1
 from ..models.pytorch.char_cnn import TokenVectorCache
 from ..models.pytorch.lstm.int8_products import check_precision
@@ -300,6 +301,11 @@ class ElmoComponent(TrainablePipe):
         for other languages)."""
         examples = list(islice(get_examples(), 10))  # may be empty: only weights are needed
         validate_examples(examples, "ElmoComponent.initialize")
+        if nlp is not None:
+            elmo_components = [name for name, component in nlp.pipeline if isinstance(component, ElmoComponent)]
+            for name, component in nlp.pipeline:
+                if isinstance(getattr(component, "model", None), Model):
+                    check_upstream(component.model, name, elmo_components, nlp.pipe_names)
         if weights_loader is None and get_bilm(self.model) is None and not has_weights_loader(self.model):
             weights_loader = build_elmo_weights_loader_v1(lang=self.vocab.lang)
         if weights_loader is not None:
@@ -317,6 +323,8 @@ class ElmoComponent(TrainablePipe):
         return self
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
+        for name in ("cfg", "model"):
+            check_regular_file(Path(path) / name, WeightsError, f"The ELMo component's {name}")
         saved_model = (Path(path) / "model").read_bytes
         with _load_errors_as_one_line(f"The ELMo component in {path}", self.model, saved_model):
             super().from_disk(path, exclude=exclude)

@@ -4,10 +4,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ..errors import CheckpointError, ConfigError, one_line
+from ..errors import ConfigError
 from ..models.pytorch.bilm import ElmoBiLM
 from ..models.pytorch.options import BiLMOptions
 from ..models.pytorch.original_format import load_bilm, read_options, resolve_paths
+from ..models.pytorch.state_dicts import check_state_dict
 from ..models.pytorch.widen import widen_lstm, widen_projection
 from .config import SoftmaxConfig, check_size
 from .language_model import BiLMLanguageModel
@@ -54,10 +55,9 @@ def assemble_model(
     bilm.set_dropout(dropout)
     model = BiLMLanguageModel(bilm, head, output_dropout=dropout)
     if state is not None:
-        try:
-            model.load_state_dict(state)
-        except RuntimeError as err:
-            raise CheckpointError(f"The checkpoint's weights do not fit its model ({one_line(err, 200)})") from None
+        shapes = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+        check_state_dict(state, shapes, "The checkpoint's weights")
+        model.load_state_dict(state)
     return model
 
 

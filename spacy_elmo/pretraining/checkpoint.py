@@ -5,11 +5,12 @@ Whether a run may continue from one: resume.py.
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 
 from ..errors import CheckpointError, ConfigError, one_line
+from ..models.pytorch.state_dicts import check_tensor
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
 from .batch_stream import BatchStream
@@ -35,14 +36,26 @@ def save_checkpoint(state: Dict[str, Any], path: Union[str, Path]) -> None:
 
 
 def _tensor_bytes(obj: Any) -> int:
-    """The bytes of every tensor in a nest of dicts, lists and tuples."""
-    if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, dict):
-        return sum(_tensor_bytes(value) for value in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(_tensor_bytes(value) for value in obj)
-    return 0
+    return sum(tensor.numel() * tensor.element_size() for _, tensor in _tensors(obj))
+
+
+def _tensors(obj: Any) -> Iterator[Tuple[str, torch.Tensor]]:
+    """Every tensor in a nest of dicts, lists and tuples, with its place (``model/bilm.lstm...``):
+    a loop that visits each container once, as a damaged file may nest deep or in a cycle."""
+    pending: List[Tuple[Any, Any]] = [((), obj)]
+    seen = set()
+    while pending:
+        place, value = pending.pop()  # place: (parent's place, key), built into a name only for a tensor
+        if isinstance(value, torch.Tensor):
+            keys = []
+            while place:
+                place, key = place
+                keys.append(str(key))
+            yield "/".join(reversed(keys)), value
+        elif isinstance(value, (dict, list, tuple)) and id(value) not in seen:
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            pending.extend(((place, key), child) for key, child in items)
 
 
 def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
@@ -59,6 +72,8 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     missing = [key for key in _REQUIRED if key not in state]
     if missing:
         raise CheckpointError(f"{path}: incomplete checkpoint (missing {', '.join(missing)})")
+    for name, tensor in _tensors(state):
+        check_tensor(name, tensor, str(path))
     step = state["step"]
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
         raise CheckpointError(f"{path}: damaged checkpoint (its step is {step!r}, not a count of steps)")

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Union
 from confection import Config, ConfigValidationError
 
 from ..errors import ConfigError, OptionsError, one_line
-from ..models.pytorch.options import NAMED_SIZES, BiLMOptions
+from ..models.pytorch.options import MAX_FLOAT32, NAMED_SIZES, BiLMOptions
 from ..models.pytorch.original_format import MAX_PARAMETERS, expected_shapes
 from .corpus import FORMATS
 from .default_config import default_config_text
@@ -195,8 +195,6 @@ MAX_TOKENS_PER_DRAW = 2**23
 MAX_SHUFFLE_BUFFER = 2**20
 #: A count must fit the 64-bit integers of torch and NumPy.
 MAX_INTEGER = 2**63 - 1
-#: The largest finite 32-bit float: the biLM and its optimizer compute in 32 bits (or fewer).
-MAX_FLOAT = 3.4028234663852886e38
 #: Adagrad trains at 0.2, Adam at 0.001. Adam's first step is learn_rate / (1 - beta1), at most
 #: 1e6 / 1.1e-16 here: a float32 (torch raises an overflow error above one).
 MAX_LEARN_RATE = 1e6
@@ -355,9 +353,9 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if not abs(value) <= MAX_FLOAT:  # also inf, -inf and nan
+            if not abs(value) <= MAX_FLOAT32:  # also inf, -inf and nan
                 raise ConfigError(
-                    f"{where} must be a finite number (a 32-bit float, at most {MAX_FLOAT:.4g}), got {_shown(value)}"
+                    f"{where} must be a finite number (a 32-bit float, at most {MAX_FLOAT32:.4g}), got {_shown(value)}"
                 )
             return float(value)
     elif hint is str:

@@ -14,7 +14,7 @@ from ..errors import ConfigError, SpacyElmoError, TrainingError
 from ..messages import note, warn
 from ..models.loaders import find_model
 from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
-from ..models.pytorch.options import BiLMOptions
+from ..models.pytorch.original_format import checked_options
 from ..output_files import check_output_dir
 from .assembly import GROWABLE, assemble_model, growth
 from .checkpoint import check_vocabulary, load_checkpoint, restore_training_state
@@ -264,7 +264,7 @@ class PretrainRun:
     def _model(self, vocab: Vocabulary, checkpoint: Optional[Dict[str, Any]]) -> BiLMLanguageModel:
         dropout = self.config.training.dropout
         if checkpoint is not None:
-            options = BiLMOptions.from_dict(checkpoint["options"], source=str(self.directory.checkpoint))
+            options = checked_options(checkpoint["options"], str(self.directory.checkpoint))
             return assemble_model(len(vocab), dropout=dropout, options=options, state=checkpoint["model"])
         init = self._init_directory()
         if init is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Union
 
 from ..errors import InputError
+from ..input_files import MAX_VOCABULARY_BYTES, read_regular_file
 from ..models.pytorch.char_ids import BOS_TOKEN, EOS_TOKEN
 from ..output_files import atomic_output_path
 
@@ -26,19 +27,15 @@ class Vocabulary:
     bos_id, eos_id, unk_id = 0, 1, 2
 
     def __init__(self, words: Sequence[str], *, source: str = "vocabulary") -> None:
+        # The messages name lines, never words: vocab.txt may be a link to any file.
         if tuple(words[:3]) != SPECIAL_TOKENS:
-            raise InputError(
-                f"{source}: the first three words must be {', '.join(SPECIAL_TOKENS)} "
-                f"(got {', '.join(map(repr, words[:3])) or 'nothing'})"
-            )
+            raise InputError(f"{source}: the first three lines must be the words {', '.join(SPECIAL_TOKENS)}")
         index: Dict[str, int] = {}
         for i, word in enumerate(words):
             if not storable(word):
-                raise InputError(f"{source}: line {i + 1}: empty word or word with spaces: {word!r}")
+                raise InputError(f"{source}: line {i + 1}: an empty word, or whitespace at either end of it")
             if word in index:
-                raise InputError(
-                    f"{source}: line {i + 1}: {word!r} repeats line {index[word] + 1}"
-                )
+                raise InputError(f"{source}: line {i + 1}: the word of line {index[word] + 1} again")
             index[word] = i
         self.words: List[str] = list(words)
         self._index = index
@@ -82,14 +79,11 @@ class Vocabulary:
     @classmethod
     def from_disk(cls, path: Union[str, Path]) -> "Vocabulary":
         path = Path(path)
+        data = read_regular_file(path, max_bytes=MAX_VOCABULARY_BYTES, error=InputError, what="Vocabulary")
         try:
-            text = path.read_bytes().decode("utf8")  # bytes: text mode would also split lines at "\r"
-        except FileNotFoundError:
-            raise InputError(f"Vocabulary file not found: {path}") from None
+            text = data.decode("utf8")  # bytes: text mode would also split lines at "\r"
         except UnicodeDecodeError as err:
             raise InputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-        except OSError as err:
-            raise InputError(f"Cannot read vocabulary file {path}: {err.strerror}") from None
         words = text.split("\n")
         if words and words[-1] == "":
             words.pop()

@@ -159,10 +159,10 @@ def test_listener_and_inline_see_the_same_features(weights):
 
 def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
     """A filter count of 10**9 in a saved pipeline's options would allocate gigabytes if
-    the biLM were built before its weights were checked."""
+    the biLM were built before its sizes were checked, as an options.json's are."""
     import srsly
 
-    from spacy_elmo.errors import WeightsError
+    from spacy_elmo.errors import OptionsError
 
     nlp = elmo_nlp(weights)
     data = nlp.get_pipe("elmo").to_bytes()
@@ -175,7 +175,7 @@ def test_a_tampered_pipeline_is_refused_before_it_allocates(weights):
     shim["state"] = srsly.msgpack_dumps(inner)
     node_shims[0] = srsly.msgpack_dumps(shim)
     msg["model"] = srsly.msgpack_dumps(model)
-    with pytest.raises(WeightsError, match="but its settings say"):
+    with pytest.raises(OptionsError, match="more than the 400,000,000 spacy-elmo loads"):
         elmo_nlp(weights, initialize=False).get_pipe("elmo").from_bytes(srsly.msgpack_dumps(msg))
 
 

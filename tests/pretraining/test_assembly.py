@@ -7,7 +7,7 @@ import torch
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 from spacy_elmo.models.pytorch.original_format import save_bilm
 from spacy_elmo.pretraining.config import SoftmaxConfig
-from spacy_elmo.errors import CheckpointError, ConfigError
+from spacy_elmo.errors import ConfigError, WeightsError
 from spacy_elmo.pretraining.assembly import assemble_model, growth, negative_samples
 from spacy_elmo.pretraining.softmax import save_softmax
 
@@ -35,7 +35,7 @@ def test_a_saved_state_is_loaded_and_one_that_does_not_fit_is_refused():
     state = assemble_model(50, options=FIXTURE).state_dict()
     model = assemble_model(50, options=FIXTURE, state=state)
     torch.testing.assert_close(model.softmax.weight, state["softmax.weight"], rtol=0, atol=0)
-    with pytest.raises(CheckpointError, match="The checkpoint's weights do not fit its model"):
+    with pytest.raises(WeightsError, match=r"The checkpoint's weights: 'softmax.weight' has shape \(50, 16\), but its settings say \(60, 16\)"):
         assemble_model(60, options=FIXTURE, state=state)
 
 

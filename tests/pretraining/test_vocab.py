@@ -52,9 +52,9 @@ def test_a_file_with_windows_line_ends_reads(tmp_path):
 @pytest.mark.parametrize(
     "text,message",
     [
-        ("", "first three words"),
-        ("</S>\n<S>\n<UNK>\na\n", "first three words"),
-        ("<S>\n</S>\n<UNK>\na\nb\na\n", "line 6: 'a' repeats line 4"),
+        ("", "first three lines must be the words <S>, </S>, <UNK>"),
+        ("</S>\n<S>\n<UNK>\na\n", "first three lines must be the words"),
+        ("<S>\n</S>\n<UNK>\na\nb\na\n", "line 6: the word of line 4 again"),
         ("<S>\n</S>\n<UNK>\n\nb\n", "line 4"),
     ],
 )

@@ -6,7 +6,10 @@ the user did not name as output was created, changed or left behind, temporary
 files included. A probe is one row of a table: add a row for every new defect.
 """
 import hashlib
+import os
 import shutil
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -108,3 +111,22 @@ def run_probe(probe: Probe, workspace: Path, capsys, monkeypatch) -> None:
         if before.get(key, "absent") != after.get(key, "absent") and key not in probe.allowed
     )
     assert not changed, f"{probe.name}: changed or left behind {changed}"
+
+
+def fifo_that_ends(path: Path, *, after: float = 5.0) -> Path:
+    """A FIFO at `path` that a writer opens and closes `after` seconds on (and for 30 s
+    more, until a reader waits): code that blocks on it gets its end, so a probe that
+    would hang fails instead."""
+    os.mkfifo(path)
+
+    def end() -> None:
+        time.sleep(after)
+        for _ in range(300):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # fails while no reader waits
+                return
+            except OSError:
+                time.sleep(0.1)
+
+    threading.Thread(target=end, daemon=True).start()
+    return path

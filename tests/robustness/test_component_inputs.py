@@ -101,6 +101,17 @@ def _into_another_size(pipeline: Path) -> None:
     nlp.add_pipe("elmo", config={"model": {"size": "compact"}}).from_disk(pipeline / "elmo")
 
 
+def _complex_state(inner) -> None:
+    state = torch.load(io.BytesIO(inner["state"]), weights_only=True)
+    name = next(name for name, value in state.items() if value.is_floating_point())
+    state[name] = state[name].to(torch.complex64)
+    inner["state"], inner["sha256"] = _state_bytes(state), None
+
+
+def _listener_upstream(workspace: Path, upstream: str) -> None:
+    elmo_nlp(workspace / "model" / "weights.hdf5", listener=listener_config(upstream=upstream))
+
+
 def _mixer_weights(workspace: Path, initial_weights) -> None:
     mixer = {"@architectures": "spacy-elmo.ScalarMix.v1", "initial_weights": initial_weights}
     elmo_nlp(workspace / "model" / "weights.hdf5", listener=listener_config(mixer=mixer))
@@ -131,7 +142,8 @@ PROBES = [
     ("from_bytes: 10**9 filters in its settings",
      lambda p, ws: _from_bytes(p, lambda d: _edit_state(
          d, lambda inner: inner["config"]["char_cnn"]["filters"].__setitem__(0, [1, 10**9]))),
-     "but its settings say"),
+     "the serialized elmo model: describes a biLM of 4,000,000,985,000,101,116 parameters, more than the "
+     "400,000,000 spacy-elmo loads"),
     ("from_bytes: NaN weights", lambda p, ws: _from_bytes(p, lambda d: _edit_state(d, _nan_state)), "not finite"),
     ("from_bytes: cut in half", lambda p, ws: _from_bytes(p, lambda b: b[: len(b) // 2]), "damaged"),
     ("from_disk: truncated weights", lambda p, ws: _from_disk_truncated(p, ws / "copy"), "damaged"),
@@ -140,6 +152,12 @@ PROBES = [
     ("Doc bytes: another Doc's layers, a listener",
      lambda p, ws: _listener_on(p, lambda doc, other: other._.elmo), "holds vectors for"),
     ("Doc bytes: not layers", lambda p, ws: _listener_on(p, lambda doc, other: "bogus"), "is not ELMo layers"),
+    # Issue 60
+    ("from_bytes: a complex tensor in the state", lambda p, ws: _from_bytes(p, lambda d: _edit_state(d, _complex_state)),
+     "The serialized ELMo model: 'char_encoder.char_embedding' is a complex tensor, not dense real numbers"),
+    ("a listener whose upstream is no component", lambda p, ws: _listener_upstream(ws, "elmo2"),
+     "The ELMo listener of 'tagger' listens to 'elmo2', which is not an elmo component of this pipeline (its "
+     "components: elmo, tagger; the elmo ones: elmo); set the listener's upstream to one of those, or \"*\" for any"),
 ]
 
 
@@ -156,3 +174,63 @@ def test_the_component_refuses_with_one_line_and_changes_nothing(
     text = str(error.value)
     assert message in text and "\n" not in text, text
     assert snapshot(saved_pipeline) == before
+
+
+@pytest.fixture(scope="session")
+def saved_elmoformanylangs_pipeline(tmp_path_factory) -> Path:
+    """A saved pipeline whose elmo component holds the ELMoForManyLangs fixture (with words)."""
+    nlp = spacy.blank("pt")
+    nlp.add_pipe("elmo")
+    model = Path(__file__).resolve().parents[1] / "fixtures" / "elmoformanylangs" / "with_words"
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "weights_loader": {"@misc": "spacy-elmo.elmo_weights.v1", "model": str(model)}
+    }
+    nlp.initialize()
+    path = tmp_path_factory.mktemp("pipeline") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def _described(edit):
+    """The model description stored beside the weights (``config.elmoformanylangs``), changed by `edit`."""
+    return lambda inner: edit(inner["config"]["elmoformanylangs"])
+
+
+# Issue 60: the description stored with an ELMoForManyLangs model is checked as a model folder is.
+DESCRIPTIONS = [
+    ("token_ids.max_chars 10**6 (3.2 GB for 3 tokens at 10**7)",
+     lambda d: d["token_ids"].__setitem__("max_chars", 10**6),
+     "the serialized elmo model: token_ids.max_chars is 1000000, but its options say max_characters_per_token 10"),
+    ("max_characters_per_token 10**7", lambda d: d["options"].__setitem__("max_characters_per_token", 10**7),
+     "the serialized elmo model: token_embedder.max_characters_per_token must be at most 1000, got 10000000"),
+    ("cell_clip NaN", lambda d: d["options"].__setitem__("cell_clip", float("nan")),
+     "the serialized elmo model: encoder.cell_clip must be a finite number, got nan"),
+    ("cell_clip 3.5e38", lambda d: d["options"].__setitem__("cell_clip", 3.5e38),
+     "the serialized elmo model: encoder.cell_clip must be a finite number (a 32-bit float, at most 3.403e+38), "
+     "got 3.5e+38"),
+    ("activation 'bogus'", lambda d: d["options"].__setitem__("activation", "bogus"),
+     "the serialized elmo model: token_embedder.activation must be 'relu' or 'tanh', got 'bogus'"),
+    ("a filter count of -4", lambda d: d["options"]["filters"][0].__setitem__(1, -4),
+     "the serialized elmo model: invalid token_embedder.filters: token_embedder.filters[0][1] must be at least 1, "
+     "got -4"),
+    ("a character twice", lambda d: d["token_ids"]["characters"].append(d["token_ids"]["characters"][0]),
+     "the serialized elmo model: its characters, entry 45: id 44 is not below the number of entries (44)"),
+    ("no <oov> word", lambda d: d["token_ids"]["words"].__setitem__(0, "x"),
+     "the serialized elmo model: its words: lacks the entries <oov>"),
+]
+
+
+@pytest.mark.parametrize("name,edit,message", DESCRIPTIONS, ids=[d[0] for d in DESCRIPTIONS])
+def test_a_saved_elmoformanylangs_description_is_checked_as_a_model_folder(
+    name, edit, message, saved_elmoformanylangs_pipeline, tmp_path
+):
+    copy = tmp_path / "pipeline"
+    shutil.copytree(saved_elmoformanylangs_pipeline, copy)
+    model = copy / "elmo" / "model"
+    component = srsly.msgpack_dumps({"model": model.read_bytes()})  # the layout _edit_state reads
+    model.write_bytes(srsly.msgpack_loads(_edit_state(component, _described(edit)))["model"])
+    before = snapshot(saved_elmoformanylangs_pipeline)
+    with pytest.raises(SpacyElmoError) as error:
+        spacy.load(copy)("olá mundo teste")
+    assert message in str(error.value) and "\n" not in str(error.value), str(error.value)
+    assert snapshot(saved_elmoformanylangs_pipeline) == before

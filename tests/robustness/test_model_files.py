@@ -3,15 +3,21 @@ take all memory, numbers in options.json that are not what they must be, weights
 are not numbers, JSON nested too deep. One line, exit code 1, nothing changed, and no
 dataset larger than a real biLM's is ever read."""
 import json
+import shutil
 from pathlib import Path
 
 import h5py
 import pytest
+import torch
 
 from spacy_elmo.models.pytorch.options import BiLMOptions
 from spacy_elmo.models.pytorch.original_format import expected_shapes
 
 from .conftest import Probe, run_probe
+
+ELMOFORMANYLANGS = Path(__file__).resolve().parents[1] / "fixtures" / "elmoformanylangs" / "with_words"
+#: What a file a vocabulary links to holds: no message may show it.
+SECRET = "root:x:0:0:secret-token-4711"
 
 # More values than any dataset a probe may read: a size bomb is refused from what its files declare.
 READ_LIMIT = 10**7
@@ -33,8 +39,8 @@ def embed():
     return ["embed", "text.txt", "out.hdf5", "--weights", "model"]
 
 
-def edit_options(ws: Path, change) -> Path:
-    path = ws / "model" / "options.json"
+def edit_options(ws: Path, change, name: str = "model/options.json") -> Path:
+    path = ws / name
     options = json.loads(path.read_text())
     change(options)
     path.write_text(json.dumps(options))  # NaN and Infinity as Python's json writes (and reads) them
@@ -134,6 +140,69 @@ PROBES = [
           "weights.hdf5: dataset 'char_embed' holds strings, not numbers"),
     Probe("weights: a bias of records", lambda ws: replace_dataset(ws, "CNN/b_cnn_0", [("a", "f4"), ("b", "f4")]),
           "weights.hdf5: dataset 'CNN/b_cnn_0' holds records (a compound type), not numbers"),
+]
+
+
+def elmoformanylangs(edit):
+    """A probe's `prepare`: `embed` with the ELMoForManyLangs fixture, copied to `emfl` and `edit(emfl)`-ed."""
+    def prepare(ws: Path) -> list:
+        shutil.copytree(ELMOFORMANYLANGS, ws / "emfl")
+        edit(ws / "emfl")
+        return ["embed", "text.txt", "out.hdf5", "--weights", "emfl"]
+
+    return prepare
+
+
+def edit_model_config(change):
+    return elmoformanylangs(lambda folder: edit_options(folder, change, name="cnn_6_5_8_16_sample.json"))
+
+
+def link(name: str, text: str):
+    """`name` in the model folder replaced by a link to a file of `text` beside the folder."""
+    def edit(folder: Path) -> None:
+        (folder.parent / "secret.txt").write_text(text, encoding="utf8")
+        (folder / name).unlink()
+        (folder / name).symlink_to(folder.parent / "secret.txt")
+
+    return elmoformanylangs(edit)
+
+
+def append_line(name: str, line: str):
+    return elmoformanylangs(lambda folder: (folder / name).open("a", encoding="utf8").write(line))
+
+
+def edit_tensor(change):
+    """encoder.pkl with one tensor made by `change(tensor)`."""
+    def edit(folder: Path) -> None:
+        state = torch.load(folder / "encoder.pkl", weights_only=True)
+        name = "forward_layer_0.state_linearity.bias"
+        state[name] = change(state[name])
+        torch.save(state, folder / "encoder.pkl")
+
+    return elmoformanylangs(edit)
+
+
+# Issue 60: model files read through links, clips beyond float32, ids that do not count, tensors that are not numbers.
+PROBES += [
+    Probe("lstm.cell_clip 3.5e38 (finite in float64, not float32)", set_option("lstm", "cell_clip", 3.5e38),
+          "options.json: lstm.cell_clip must be a finite number (a 32-bit float, at most 3.403e+38), got 3.5e+38"),
+    Probe("lstm.proj_clip 1e308", set_option("lstm", "proj_clip", 1e308),
+          "options.json: lstm.proj_clip must be a finite number (a 32-bit float, at most 3.403e+38), got 1e+308"),
+    Probe("ELMoForManyLangs: encoder.cell_clip 1e308", edit_model_config(lambda c: c["encoder"].update(cell_clip=1e308)),
+          "cnn_6_5_8_16_sample.json: encoder.cell_clip must be a finite number (a 32-bit float, at most 3.403e+38), "
+          "got 1e+308"),
+    Probe("ELMoForManyLangs: word.dic links to a file of secrets", link("word.dic", SECRET + "\n"),
+          "emfl/word.dic, line 1: expected an entry, a tab and its id (a whole number)", absent="secret-token"),
+    Probe("ELMoForManyLangs: word.dic with an id of 5,000 digits", append_line("word.dic", "zzz\t" + "9" * 5000 + "\n"),
+          "emfl/word.dic, line 32: an id of 5,000 digits, more than a vocabulary counts"),
+    Probe("ELMoForManyLangs: word.dic gives two entries one id", append_line("word.dic", "zzz\t4\n"),
+          "emfl/word.dic, line 32: id 4 is also the id of line 5; each entry needs an id of its own"),
+    Probe("ELMoForManyLangs: a sparse tensor in encoder.pkl", edit_tensor(lambda t: t.to_sparse()),
+          "emfl/encoder.pkl: 'forward_layer_0.state_linearity.bias' is a sparse tensor, not dense real numbers"),
+    Probe("ELMoForManyLangs: a complex tensor in encoder.pkl", edit_tensor(lambda t: t.to(torch.complex64)),
+          "emfl/encoder.pkl: 'forward_layer_0.state_linearity.bias' is a complex tensor, not dense real numbers"),
+    Probe("ELMoForManyLangs: a meta tensor in encoder.pkl", edit_tensor(lambda t: t.to("meta")),
+          "emfl/encoder.pkl: 'forward_layer_0.state_linearity.bias' is a meta (no data) tensor, not dense real numbers"),
 ]
 
 

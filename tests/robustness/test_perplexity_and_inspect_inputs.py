@@ -4,7 +4,21 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Probe, run_probe
+from .conftest import Probe, fifo_that_ends, run_probe
+
+#: What a file that vocab.txt links to holds: no message may show it.
+SECRET = "root:x:0:0:secret-token-4711"
+
+
+def _link_to_secret(run: Path) -> None:
+    (run.parent / "secret.txt").write_text(SECRET + "\n", encoding="utf8")
+    (run / "vocab.txt").unlink()
+    (run / "vocab.txt").symlink_to(run.parent / "secret.txt")
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    fifo_that_ends(path)
 
 
 def _run(ws: Path, run: Path, edit=None) -> Path:
@@ -54,6 +68,9 @@ def perplexity_probes(run: Path):
         Probe("perplexity: --unigram of a shipped model",
               lambda ws: ["perplexity", "english-compact", "text.txt", "--unigram"],
               "--unigram counts a run's training text, and english-compact comes without its own"),
+        Probe("perplexity: vocab.txt links to a file of secrets",
+              lambda ws: ["perplexity", _run(ws, run, _link_to_secret), "text.txt"],
+              "run/vocab.txt: the first three lines must be the words <S>, </S>, <UNK>", absent="secret-token"),
     ]
 
 
@@ -66,14 +83,16 @@ def inspect_probes(pipeline: Path):
               "damaged or incomplete"),
         Probe("inspect: 64 flipped bytes in the component", lambda ws: ["inspect", _pipeline(ws, pipeline, _flip_bytes)],
               "damaged"),
+        Probe("inspect: the component's model a FIFO", lambda ws: ["inspect", _pipeline(ws, pipeline, _fifo)],
+              "/pipeline/elmo/model is not a regular file"),
     ]
 
 
-@pytest.mark.parametrize("index", range(7))
+@pytest.mark.parametrize("index", range(8))
 def test_perplexity_refuses_with_one_line_and_changes_nothing(index, finished_run, workspace, capsys, monkeypatch):
     run_probe(perplexity_probes(finished_run)[index], workspace, capsys, monkeypatch)
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(5))
 def test_inspect_refuses_with_one_line_and_changes_nothing(index, saved_pipeline, workspace, capsys, monkeypatch):
     run_probe(inspect_probes(saved_pipeline)[index], workspace, capsys, monkeypatch)

@@ -14,7 +14,7 @@ from spacy_elmo.pretraining.trainer import Trainer
 
 from ..cli.test_pretrain import FAST
 from ..conftest import run_cli
-from .conftest import Probe, run_probe, snapshot
+from .conftest import Probe, fifo_that_ends, run_probe, snapshot
 
 
 def pretrain(*extra, output="out"):
@@ -138,6 +138,20 @@ PROBES = [
 ]
 
 
+def _link(path: Path, target: Path) -> str:
+    path.symlink_to(target)
+    return path.name
+
+
+# Issue 60: a vocabulary that is a FIFO blocked the run, one that links to a device never ended.
+PROBES += [
+    Probe("vocab.path a FIFO", lambda ws: (fifo_that_ends(ws / "fifo.txt"), pretrain("--vocab.path", "fifo.txt"))[1],
+          "Vocabulary path fifo.txt is not a regular file"),
+    Probe("vocab.path a link to /dev/zero", lambda ws: pretrain("--vocab.path", _link(ws / "zero.txt", Path("/dev/zero"))),
+          "Vocabulary path zero.txt is not a regular file"),
+]
+
+
 @pytest.mark.parametrize("probe", PROBES, ids=str)
 def test_pretrain_refuses_with_one_line_and_changes_nothing(probe, workspace, capsys, monkeypatch):
     run_probe(probe, workspace, capsys, monkeypatch)
@@ -186,6 +200,19 @@ def test_pretrain_init_from_with_a_smaller_lstm_dim_refuses_and_changes_nothing(
         "can widen a biLM's LSTM, not narrow it",
     )
     run_probe(probe, workspace, capsys, monkeypatch)
+
+
+def test_pretrain_init_from_a_run_whose_vocabulary_is_a_fifo_refuses_and_changes_nothing(
+    finished_run, workspace, capsys, monkeypatch
+):
+    def prepare(ws: Path) -> list:
+        shutil.copytree(finished_run, ws / "run")
+        (ws / "run" / "vocab.txt").unlink()
+        fifo_that_ends(ws / "run" / "vocab.txt")
+        return pretrain("--init-from", "run")
+
+    run_probe(Probe("--init-from a run whose vocab.txt is a FIFO", prepare,
+                    "Vocabulary path run/vocab.txt is not a regular file"), workspace, capsys, monkeypatch)
 
 
 def test_resume_after_a_training_file_was_deleted_refuses_and_changes_nothing(workspace, capsys, monkeypatch):
@@ -277,13 +304,31 @@ def test_a_signal_before_the_first_step_removes_what_the_run_began_never_the_run
         assert after == before and not (workspace / "out").exists()
 
 
+#: Resume `finished_run` as it was trained.
+RESUME = ["--resume", "--paths.train", Path(__file__).resolve().parents[1] / "fixtures" / "elmo_reference" / "bilm-tf"
+          / "train" / "data.txt", "--vocab.size", "1000", "--training.max_steps", "4"]
 RUN_PROBES = [
     ("another run's directory", None, [], "already holds a training run"),
     ("a truncated checkpoint", "truncate", ["--resume"], "checkpoint.pt"),
     ("a foreign checkpoint", "foreign", ["--resume"], "checkpoint.pt"),
     ("a step that is a string", lambda c: c.__setitem__("step", "7"), ["--resume"], "step"),
     ("a negative step", lambda c: c.__setitem__("step", -3), ["--resume"], "step"),
+    # Issue 60: sizes and tensors of a tampered checkpoint, refused before they are used.
+    ("options of a 10**6-wide LSTM", lambda c: c["options"]["lstm"].__setitem__("dim", 10**6), RESUME,
+     "out/checkpoint.pt: describes a biLM of 592,067,232 parameters, more than the 400,000,000 spacy-elmo loads"),
+    ("a sparse tensor in its weights", lambda c: _retype(c["model"], lambda t: t.to_sparse()), ["--resume"],
+     "out/checkpoint.pt: 'model/bilm.char_encoder.char_embedding' is a sparse tensor, not dense real numbers"),
+    ("a complex tensor in its weights", lambda c: _retype(c["model"], lambda t: t.to(torch.complex64)), ["--resume"],
+     "out/checkpoint.pt: 'model/bilm.char_encoder.char_embedding' is a complex tensor, not dense real numbers"),
+    ("a meta tensor in its optimizer state", lambda c: c["optimizer"]["state"][0].update(sum=torch.empty(1, device="meta")),
+     ["--resume"], "out/checkpoint.pt: 'optimizer/state/0/sum' is a meta (no data) tensor, not dense real numbers"),
 ]
+
+
+def _retype(tensors: dict, change) -> None:
+    """The first tensor of `tensors` made another kind by `change`."""
+    name = next(name for name, value in tensors.items() if isinstance(value, torch.Tensor))
+    tensors[name] = change(tensors[name])
 
 
 def _tamper(ws: Path, run: Path, how) -> None:
@@ -299,7 +344,8 @@ def _tamper(ws: Path, run: Path, how) -> None:
 def test_pretrain_on_a_tampered_run_refuses_and_changes_nothing(
     name, how, extra, message, finished_run, workspace, capsys, monkeypatch
 ):
-    probe = Probe(name, lambda ws: (_tamper(ws, finished_run, how), pretrain(*extra))[1], message)
+    allowed = ["out/config.cfg"] if extra is RESUME else []  # a run resumed so far saves the settings it resumes with
+    probe = Probe(name, lambda ws: (_tamper(ws, finished_run, how), pretrain(*extra))[1], message, allowed=allowed)
     run_probe(probe, workspace, capsys, monkeypatch)
 
 

@@ -9,10 +9,11 @@ the sentence boundaries ``<bos>``/``<eos>`` are tokens of one character of that 
 Every id is shifted by +1 so that id 0 marks a padded (absent) token.
 """
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
 
+from ...errors import WeightsError
 from .char_ids import padded_ids
 
 BOS, EOS, OOV, PAD, BOW, EOW = "<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>"
@@ -60,25 +61,42 @@ class DictionaryIds:
         return padded_ids(sentences, self.row, self.word_columns + self.max_chars)
 
     def to_dict(self) -> Dict[str, Any]:
-        """Entries in id order, for serialization (None for an id no entry has)."""
+        """Entries in id order, for serialization (read back with :func:`from_id_order`)."""
         return {
-            "characters": _in_id_order(self.characters),
-            "words": None if self.words is None else _in_id_order(self.words),
+            "characters": sorted(self.characters, key=self.characters.__getitem__),
+            "words": None if self.words is None else sorted(self.words, key=self.words.__getitem__),
             "max_chars": self.max_chars,
         }
 
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "DictionaryIds":
-        words = data["words"]
-        return cls(
-            characters={c: i for i, c in enumerate(data["characters"]) if c is not None},
-            words=None if words is None else {w: i for i, w in enumerate(words) if w is not None},
-            max_chars=int(data["max_chars"]),
-        )
+
+def checked_entries(
+    entries: Sequence[Tuple[int, str, int]], specials: Tuple[str, ...], source: str, unit: str
+) -> Dict[str, int]:
+    """A vocabulary from its ``(position, entry, id)`` triples, the position a `unit` of
+    `source` ("line"): each id one entry's (two entries of one id would read, but only
+    one would be saved), every id below the number of entries, the `specials` among them.
+    Messages name positions, never entries: a vocabulary may be any file a link points at."""
+    ids: Dict[str, int] = {}
+    positions: Dict[int, int] = {}
+    for position, entry, i in entries:
+        if i in positions:
+            raise WeightsError(
+                f"{source}, {unit} {position}: id {i} is also the id of {unit} {positions[i]}; "
+                "each entry needs an id of its own"
+            )
+        positions[i] = position
+        ids[entry] = i
+    missing = [special for special in specials if special not in ids]
+    if missing:
+        raise WeightsError(f"{source}: lacks the entries {', '.join(missing)}")
+    for i, position in positions.items():
+        if i >= len(ids):
+            raise WeightsError(f"{source}, {unit} {position}: id {i} is not below the number of entries ({len(ids):,})")
+    return ids
 
 
-def _in_id_order(entries: Dict[str, int]) -> List[Optional[str]]:
-    keys: List[Optional[str]] = [None] * (max(entries.values(), default=-1) + 1)
-    for key, i in entries.items():
-        keys[i] = key
-    return keys
+def from_id_order(keys: Any, specials: Tuple[str, ...], source: str) -> Dict[str, int]:
+    """The vocabulary that :meth:`DictionaryIds.to_dict` wrote as `keys`, checked (:func:`checked_entries`)."""
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise WeightsError(f"{source}: not a list of entries")
+    return checked_entries([(i + 1, key, i) for i, key in enumerate(keys)], specials, source, "entry")

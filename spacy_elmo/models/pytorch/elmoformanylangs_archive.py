@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Dict, Iterator
 
 from ...errors import SpacyElmoError, WeightsError, one_line
+from ...input_files import MAX_VOCABULARY_BYTES
 from ...output_files import check_space
 from .elmoformanylangs_format import (
-    CONFIG_NAME, MAX_DICTIONARY_BYTES, PUBLISHED_CONFIG_NAMES, STATE_FILES, check_state_size, config_file_name,
+    CONFIG_NAME, PUBLISHED_CONFIG_NAMES, STATE_FILES, check_state_size, config_file_name,
     expected_shapes, load_elmoformanylangs, read_skeleton,
 )
 
@@ -72,7 +73,7 @@ def _check_member(info: zipfile.ZipInfo, shown: str) -> None:
     name = Path(info.filename).name
     if name in STATE_FILES:  # bounded by what the model config implies, once it is read
         return
-    bound = MAX_DICTIONARY_BYTES if name.endswith(".dic") else MAX_CONFIG_BYTES
+    bound = MAX_VOCABULARY_BYTES if name.endswith(".dic") else MAX_CONFIG_BYTES
     if info.file_size > bound:
         raise WeightsError(
             f"{shown}: its {info.filename} declares {info.file_size:,} bytes, more than {bound:,}; refused"

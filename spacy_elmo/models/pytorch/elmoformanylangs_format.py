@@ -13,16 +13,18 @@ sign is flipped here: sigmoid(-z) = 1 - sigmoid(z)).
 """
 import dataclasses
 import math
+import reprlib
 from pathlib import Path
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
 from ...errors import OptionsError, WeightsError, one_line
+from ...input_files import MAX_VOCABULARY_BYTES, check_regular_file, read_regular_file
 from .bilm import ElmoBiLM
-from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds
+from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds, checked_entries, from_id_order
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
-from .original_format import MAX_PARAMETERS, check_regular_file, permute_gates, read_json
+from .original_format import MAX_PARAMETERS, permute_gates, read_json
 from .state_dicts import read_state_dict
 
 PathLike = Union[str, Path]
@@ -40,8 +42,6 @@ PUBLISHED_CONFIG: Dict[str, Any] = {
     },
 }
 PUBLISHED_CONFIG_NAMES = ("cnn_50_100_512_4096_sample.json", "cnn_0_100_512_4096_sample.json")
-# A vocabulary file may hold this many bytes (the published word.dic files are a few MB).
-MAX_DICTIONARY_BYTES = 256 << 20
 # ELMoForManyLangs' gate blocks are i, f, g, o; the model keeps i, f, o, g.
 _FILE_TO_MODEL_GATES = (0, 1, 3, 2)
 
@@ -70,6 +70,19 @@ def read_skeleton(folder: Path) -> Tuple[BiLMOptions, DictionaryIds]:
     """The sizes and vocabularies of the model in `folder`, every value checked (its
     size too), its state dicts not read."""
     model_config, source = _model_config(folder)
+    characters = read_dictionary(folder / "char.dic", CHARACTER_SPECIALS)
+    has_words = OptionReader(model_config, source)("token_embedder.word_dim", int, minimum=0) > 0
+    words = read_dictionary(folder / "word.dic", WORD_SPECIALS) if has_words else None
+    options = model_options(model_config, source, characters, words)
+    return options, DictionaryIds(characters, words, options.max_characters_per_token)
+
+
+def model_options(
+    model_config: Dict[str, Any], source: str, characters: Dict[str, int], words: Optional[Dict[str, int]]
+) -> BiLMOptions:
+    """The biLM options of an ELMoForManyLangs model config (its values already checked
+    finite by :func:`~.options.check_every_value`) with its vocabularies: every value
+    checked, and the biLM at most :data:`~.original_format.MAX_PARAMETERS` large."""
     get = OptionReader(model_config, source)
     for key, expected in (("encoder.name", "elmo"), ("token_embedder.name", "cnn")):
         name = get(key, str)
@@ -77,8 +90,9 @@ def read_skeleton(folder: Path) -> Tuple[BiLMOptions, DictionaryIds]:
             raise OptionsError(f"{source}: {key} must be {expected!r} (the ELMo architecture), got {name!r}")
     max_chars = get("token_embedder.max_characters_per_token", int, minimum=3, maximum=1000)
     word_dim = get("token_embedder.word_dim", int, minimum=0)
-    characters = read_dictionary(folder / "char.dic", CHARACTER_SPECIALS)
-    words = read_dictionary(folder / "word.dic", WORD_SPECIALS) if word_dim else None
+    if (words is not None) != (word_dim > 0):
+        has = "a" if words is not None else "no"
+        raise OptionsError(f"{source}: token_embedder.word_dim is {word_dim}, but the model has {has} word vocabulary")
     activation = get("token_embedder.activation", str)
     if activation not in ("relu", "tanh"):
         raise OptionsError(f"{source}: token_embedder.activation must be 'relu' or 'tanh', got {activation!r}")
@@ -100,7 +114,7 @@ def read_skeleton(folder: Path) -> Tuple[BiLMOptions, DictionaryIds]:
         always_project=True,
     )
     _check_size(expected_shapes(options), source)
-    return options, DictionaryIds(characters, words, max_chars)
+    return options
 
 
 def _model_config(folder: Path) -> Tuple[Dict[str, Any], str]:
@@ -136,17 +150,14 @@ def config_file_name(config: Any) -> str:
 def read_dictionary(path: Path, specials: Tuple[str, ...]) -> Dict[str, int]:
     """``char.dic`` or ``word.dic``: one ``entry<TAB>id`` a line, ids from 0, read as
     ELMoForManyLangs reads them (lines split as Python splits them, whitespace
-    stripped; an entry that is all whitespace becomes U+3000)."""
-    check_regular_file(path, WeightsError, "Vocabulary")
-    if not path.is_file():
-        raise WeightsError(f"Vocabulary file not found: {path} (an ELMoForManyLangs model folder holds it)")
-    if path.stat().st_size > MAX_DICTIONARY_BYTES:
-        raise WeightsError(f"{path}: {path.stat().st_size:,} bytes, more than a vocabulary may have ({MAX_DICTIONARY_BYTES:,})")
+    stripped; an entry that is all whitespace becomes U+3000), and checked
+    (:func:`~.dictionary_ids.checked_entries`)."""
+    data = read_regular_file(path, max_bytes=MAX_VOCABULARY_BYTES, error=WeightsError, what="Vocabulary")
     try:
-        text = path.read_bytes().decode("utf8")
+        text = data.decode("utf8")
     except UnicodeDecodeError as err:
         raise WeightsError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    entries: Dict[str, int] = {}
+    entries: List[Tuple[int, str, int]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         parts = line.strip().split("\t")
         if parts == [""]:
@@ -154,16 +165,11 @@ def read_dictionary(path: Path, specials: Tuple[str, ...]) -> Dict[str, int]:
         if len(parts) == 1:
             parts = ["\u3000", parts[0]]
         if len(parts) != 2 or not parts[1].isascii() or not parts[1].isdigit():
-            raise WeightsError(f"{path}, line {number}: expected an entry, a tab and its id, got {line[:60]!r}")
-        entries[parts[0]] = int(parts[1])
-    missing = [special for special in specials if special not in entries]
-    if missing:
-        raise WeightsError(f"{path}: lacks the entries {', '.join(missing)}")
-    too_large = [(key, i) for key, i in entries.items() if i >= len(entries)]
-    if too_large:
-        key, i = too_large[0]
-        raise WeightsError(f"{path}: id {i} of {key!r} is not below the number of entries ({len(entries):,})")
-    return entries
+            raise WeightsError(f"{path}, line {number}: expected an entry, a tab and its id (a whole number)")
+        if len(parts[1]) > 9:  # more entries than a vocabulary file can hold
+            raise WeightsError(f"{path}, line {number}: an id of {len(parts[1]):,} digits, more than a vocabulary counts")
+        entries.append((number, parts[0], int(parts[1])))
+    return checked_entries(entries, specials, str(path), "line")
 
 
 def expected_shapes(options: BiLMOptions) -> Dict[str, Dict[str, Tuple[int, ...]]]:
@@ -254,20 +260,38 @@ def description(bilm: ElmoBiLM) -> Dict[str, Any]:
 
 
 def from_description(data: Dict[str, Any]) -> ElmoBiLM:
-    """The skeleton :func:`description` describes (its weights come separately)."""
+    """The skeleton :func:`description` describes (its weights come separately), checked
+    as a model folder is: its options as a model config (:func:`model_options`), its
+    vocabularies as ``char.dic`` and ``word.dic``."""
     source = "the serialized elmo model"
     try:
-        options = dict(data[DESCRIPTION_KEY]["options"])
-        options["filters"] = tuple((int(width), int(count)) for width, count in options["filters"])
-        bilm_options = BiLMOptions(**options)
-        token_ids = DictionaryIds.from_dict(data[DESCRIPTION_KEY]["token_ids"])
-    except (KeyError, TypeError, ValueError) as err:
+        stored = data[DESCRIPTION_KEY]
+        options, token_ids = stored["options"], stored["token_ids"]
+        model_config = {
+            "encoder": {
+                "name": "elmo", "dim": options["lstm_dim"], "projection_dim": options["projection_dim"],
+                "n_layers": options["n_layers"], "cell_clip": options["cell_clip"] or 0,
+                "proj_clip": options["proj_clip"] or 0,
+            },
+            "token_embedder": {
+                "name": "cnn", "activation": options["activation"], "filters": options["filters"],
+                "n_highway": options["n_highway"], "word_dim": options["word_embedding_dim"],
+                "char_dim": options["char_embedding_dim"], "max_characters_per_token": options["max_characters_per_token"],
+            },
+        }
+        characters, words, max_chars = token_ids["characters"], token_ids["words"], token_ids["max_chars"]
+    except (KeyError, TypeError) as err:
         raise OptionsError(f"{source}: not an ELMoForManyLangs model's description ({one_line(err)[:200]})") from None
-    repeats = (bilm_options.n_layers, bilm_options.n_highway, len(bilm_options.filters))
-    if max(repeats) > MAX_REPEATS or min(repeats) < 0:
-        raise OptionsError(f"{source}: {repeats} layers, highway layers and filters; at most {MAX_REPEATS} each")
-    _check_size(expected_shapes(bilm_options), source)
-    return ElmoBiLM(bilm_options, token_ids)
+    characters = from_id_order(characters, CHARACTER_SPECIALS, f"{source}: its characters")
+    words = None if words is None else from_id_order(words, WORD_SPECIALS, f"{source}: its words")
+    check_every_value(model_config, source)
+    bilm_options = model_options(model_config, source, characters, words)
+    if max_chars != bilm_options.max_characters_per_token:
+        raise OptionsError(
+            f"{source}: token_ids.max_chars is {reprlib.repr(max_chars)}, but its options say "
+            f"max_characters_per_token {bilm_options.max_characters_per_token}"
+        )
+    return ElmoBiLM(bilm_options, DictionaryIds(characters, words, bilm_options.max_characters_per_token))
 
 
 def _check_size(shapes: Dict[str, Dict[str, Tuple[int, ...]]], source: str) -> None:

@@ -151,6 +151,9 @@ MAX_REPEATS = 64
 #: (``char_cnn.filters[0][1]``); deeper, reading and writing the file would recurse without end.
 MAX_DEPTH = 32
 
+#: The largest float32: the biLM computes in 32 bits, so a larger clip overflows at its first step.
+MAX_FLOAT32 = 3.4028234663852886e38
+
 _MISSING = object()
 
 
@@ -222,6 +225,8 @@ def _number(key: str, value: Any, kind: type, minimum: Optional[float], maximum:
         raise _Invalid(f"{key} must be a number, got {reprlib.repr(value)}")
     if kind is int and value != int(value):
         raise _Invalid(f"{key} must be a whole number, got {value!r}")
+    if kind is float and abs(value) > MAX_FLOAT32:
+        raise _Invalid(f"{key} must be a finite number (a 32-bit float, at most {MAX_FLOAT32:.4g}), got {value!r}")
     value = kind(value)
     if minimum is not None and value < minimum:
         raise _Invalid(f"{key} must be at least {minimum}, got {reprlib.repr(value)}")

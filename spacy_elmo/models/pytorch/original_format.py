@@ -11,7 +11,9 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy
 import torch
 
+from ...download import MAX_BYTES
 from ...errors import OptionsError, WeightsError, one_line
+from ...input_files import check_regular_file, read_regular_file
 from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 from .bilm import ElmoBiLM
 from .char_ids import BYTE_IDS
@@ -40,22 +42,24 @@ _NOT_NUMBERS = {"O": "strings", "S": "strings", "U": "strings", "V": "records (a
 
 
 def read_options(path: PathLike, *, shown: Optional[str] = None) -> BiLMOptions:
-    """The options in `path`: every value checked, and the biLM they describe at most
-    :data:`MAX_PARAMETERS` large. Messages name `shown` (default: the path)."""
+    """The options in `path` (:func:`checked_options`). Messages name `shown` (default: the path)."""
     source = shown or str(path)
-    options = BiLMOptions.from_dict(read_json(path, source=source), source=source)
-    check_parameter_count(options, source)
-    return options
+    return checked_options(read_json(path, source=source), source)
+
+
+def checked_options(options: Any, source: str) -> BiLMOptions:
+    """`options` as in `options.json` (a file's, a checkpoint's, a saved pipeline's):
+    every value checked, and the biLM they describe at most :data:`MAX_PARAMETERS` large."""
+    checked = BiLMOptions.from_dict(options, source=source)
+    check_parameter_count(checked, source)
+    return checked
 
 
 def read_json(path: PathLike, *, source: str) -> Any:
     """The JSON value in `path`; anything but a readable JSON file is one `OptionsError`."""
-    path = Path(path)
-    check_regular_file(path, OptionsError, "Options")
+    data = read_regular_file(Path(path), max_bytes=MAX_BYTES[".json"], error=OptionsError, what="Options")
     try:
-        text = path.read_text(encoding="utf8")
-    except OSError as err:
-        raise OptionsError(f"Cannot read options file {path}: {err.strerror}") from None
+        text = data.decode("utf8")
     except UnicodeDecodeError as err:
         raise OptionsError(f"{source}: not UTF-8 text (byte {err.start})") from None
     try:
@@ -233,12 +237,6 @@ def _declared_dataset(handle: Any, name: str, shape: Tuple[int, ...], path: Path
             f"than its {math.prod(shape):,}; refused before reading it"
         )
     return dataset
-
-
-def check_regular_file(path: Path, error: type, what: str) -> None:
-    """Refuse a FIFO or device before reading it: it would block forever or never end."""
-    if path.exists() and not path.is_file():
-        raise error(f"{what} path {path} is not a regular file")
 
 
 def _stored_dataset(handle: Any, name: str, path: PathLike) -> Any:

@@ -1,6 +1,6 @@
 """Reading a torch state dict from a file that may be damaged or hostile: no code runs
 (``weights_only``), and it must hold exactly the expected tensors, of their shapes,
-with finite values, before a model takes them."""
+dense and real with finite values, before a model takes them."""
 from pathlib import Path
 from typing import IO, Any, Dict, Tuple, Union
 
@@ -16,6 +16,13 @@ def read_state_dict(source: Union[Path, IO[bytes]], shapes: Dict[str, Tuple[int,
         state: Any = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises assorted errors for bad or unsafe bytes
         raise WeightsError(f"{whose}: the weights cannot be read safely ({one_line(err, 300)})") from None
+    check_state_dict(state, shapes, whose)
+    return state
+
+
+def check_state_dict(state: Any, shapes: Dict[str, Tuple[int, ...]], whose: str) -> None:
+    """Raise one :class:`WeightsError` starting with `whose` unless `state` holds exactly
+    the tensors of `shapes`, each dense, real and finite."""
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{whose}: the weights are not a state dict of tensors")
     missing = sorted(set(shapes) - set(state))
@@ -29,6 +36,18 @@ def read_state_dict(source: Union[Path, IO[bytes]], shapes: Dict[str, Tuple[int,
             raise WeightsError(
                 f"{whose}: '{name}' has shape {tuple(tensor.shape)}, but its settings say {tuple(shapes[name])}"
             )
+        check_tensor(name, tensor, whose)
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise WeightsError(f"{whose}: '{name}' holds values that are not finite (NaN or inf); the file is damaged")
-    return state
+
+
+def check_tensor(name: str, tensor: torch.Tensor, whose: str) -> None:
+    """Refuse a tensor that is not plain numbers: sparse or quantized, without data (on
+    the meta device) or complex (copied into weights, its imaginary part would be dropped)."""
+    kinds = {
+        "sparse": tensor.layout != torch.strided, "quantized": tensor.is_quantized,
+        "meta (no data)": tensor.is_meta, "complex": tensor.is_complex(),
+    }
+    found = [kind for kind, is_kind in kinds.items() if is_kind]
+    if found:
+        raise WeightsError(f"{whose}: '{name}' is a {found[0]} tensor, not dense real numbers; the file is damaged or not weights")

@@ -132,7 +132,7 @@ HOSTILE = [
         "".join(line for line in (f / "char.dic").read_text(encoding="utf8").splitlines(True) if "<pad>" not in line),
         encoding="utf8"), "char.dic: lacks the entries <pad>"),
     ("an id past the end", lambda f: (f / "word.dic").write_text(
-        (f / "word.dic").read_text(encoding="utf8") + "zzz\t999\n", encoding="utf8"), "id 999 of 'zzz' is not below"),
+        (f / "word.dic").read_text(encoding="utf8") + "zzz\t999\n", encoding="utf8"), r"word.dic, line 32: id 999 is not below the number of entries \(32\)"),
     ("a wrong shape", _state("encoder.pkl", lambda s: s.update({"forward_layer_0.state_projection.weight": torch.zeros(8, 3)})),
      r"encoder.pkl: 'forward_layer_0.state_projection.weight' has shape \(8, 3\), but its settings say \(8, 16\)"),
     ("a missing tensor", _state("token_embedder.pkl", lambda s: s.pop("projection.bias")),
@@ -159,9 +159,9 @@ def test_a_bad_file_gets_one_line(tmp_path, monkeypatch, name, damage, message):
 
 
 @pytest.mark.parametrize("field,value,message", [
-    ("n_layers", 10**9, "at most 64 each"),
+    ("n_layers", 10**9, "encoder.n_layers must be at most 64, got 1000000000"),
     ("lstm_dim", 10**7, "more than the 400,000,000 spacy-elmo loads"),
-    ("filters", "wide", "not an ELMoForManyLangs model's description"),
+    ("filters", "wide", "token_embedder.filters must be a list, got 'wide'"),
 ])
 def test_a_saved_pipelines_description_is_checked_before_a_model_is_built(field, value, message):
     from spacy_elmo.models.pytorch.elmoformanylangs_format import DESCRIPTION_KEY, description, from_description

@@ -1,0 +1,43 @@
+"""Input files read whole (vocabularies, options, model configs) or handed to a reader
+(weights, a saved component): regular files only, since a FIFO blocks until a writer
+comes and a device such as ``/dev/zero`` never ends, and of a bounded size.
+
+A path may be a link to a regular file. Messages name the path, never what the file
+holds: a link may point at any file the user can read.
+"""
+import os
+import stat
+from pathlib import Path
+from typing import Type
+
+#: The most a vocabulary file may hold (the published ones: a few MB).
+MAX_VOCABULARY_BYTES = 256 << 20
+
+
+def read_regular_file(path: Path, *, max_bytes: int, error: Type[Exception], what: str) -> bytes:
+    """The bytes of `path`, a regular file of at most `max_bytes`; anything else is one
+    `error`. `what` names the file in messages ("Vocabulary"). The file is checked
+    once opened, so what is checked is what is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
+    except FileNotFoundError:
+        raise error(f"{what} file not found: {path}") from None
+    except OSError as err:
+        raise error(f"Cannot read {what.lower()} file {path}: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{what} path {path} is not a regular file")
+        try:
+            data = b"" if info.st_size > max_bytes else file.read(max_bytes + 1)  # + 1: one that grew past it
+        except OSError as err:
+            raise error(f"Cannot read {what.lower()} file {path}: {err.strerror}") from None
+    if max(info.st_size, len(data)) > max_bytes:
+        raise error(f"{path}: more than {max_bytes:,} bytes, too large for {what.lower()} files")
+    return data
+
+
+def check_regular_file(path: Path, error: Type[Exception], what: str) -> None:
+    """Refuse a FIFO or device before a reader opens `path`: it would block forever or never end."""
+    if path.exists() and not path.is_file():
+        raise error(f"{what} path {path} is not a regular file")
