@@ -167,7 +167,9 @@ def read_dictionary(path: Path, specials: Tuple[str, ...]) -> Dict[str, int]:
         if len(parts) != 2 or not parts[1].isascii() or not parts[1].isdigit():
             raise WeightsError(f"{path}, line {number}: expected an entry, a tab and its id (a whole number)")
         if len(parts[1]) > 9:  # more entries than a vocabulary file can hold
-            raise WeightsError(f"{path}, line {number}: an id of {len(parts[1]):,} digits, more than a vocabulary counts")
+            raise WeightsError(
+                f"{path}, line {number}: an id of {len(parts[1]):,} digits, more than a vocabulary counts"
+            )
         entries.append((number, parts[0], int(parts[1])))
     return checked_entries(entries, specials, str(path), "line")
 
@@ -276,7 +278,8 @@ def from_description(data: Dict[str, Any]) -> ElmoBiLM:
             "token_embedder": {
                 "name": "cnn", "activation": options["activation"], "filters": options["filters"],
                 "n_highway": options["n_highway"], "word_dim": options["word_embedding_dim"],
-                "char_dim": options["char_embedding_dim"], "max_characters_per_token": options["max_characters_per_token"],
+                "char_dim": options["char_embedding_dim"],
+                "max_characters_per_token": options["max_characters_per_token"],
             },
         }
         characters, words, max_chars = token_ids["characters"], token_ids["words"], token_ids["max_chars"]

@@ -50,4 +50,6 @@ def check_tensor(name: str, tensor: torch.Tensor, whose: str) -> None:
     }
     found = [kind for kind, is_kind in kinds.items() if is_kind]
     if found:
-        raise WeightsError(f"{whose}: '{name}' is a {found[0]} tensor, not dense real numbers; the file is damaged or not weights")
+        raise WeightsError(
+            f"{whose}: '{name}' is a {found[0]} tensor, not dense real numbers; the file is damaged or not weights"
+        )
