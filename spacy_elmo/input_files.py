@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 from typing import Type
 
+from .output_files import REGULAR_FILE, file_kind
+
 #: The most a vocabulary file may hold (the published ones: a few MB).
 MAX_VOCABULARY_BYTES = 256 << 20
 
@@ -27,7 +29,7 @@ def read_regular_file(path: Path, *, max_bytes: int, error: Type[Exception], wha
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise error(f"{what} path {path} is not a regular file")
+            raise error(f"{what} path {path} is {file_kind(path)}, not a regular file")
         try:
             data = b"" if info.st_size > max_bytes else file.read(max_bytes + 1)  # + 1: one that grew past it
         except OSError as err:
@@ -39,5 +41,6 @@ def read_regular_file(path: Path, *, max_bytes: int, error: Type[Exception], wha
 
 def check_regular_file(path: Path, error: Type[Exception], what: str) -> None:
     """Refuse a FIFO or device before a reader opens `path`: it would block forever or never end."""
-    if path.exists() and not path.is_file():
-        raise error(f"{what} path {path} is not a regular file")
+    kind = file_kind(path)
+    if kind not in (None, REGULAR_FILE):
+        raise error(f"{what} path {path} is {kind}, not a regular file")

@@ -71,7 +71,7 @@ PROBES = [
     Probe("weights are a FIFO",
           lambda ws: (os.remove(ws / "model" / "weights.hdf5"), os.mkfifo(ws / "model" / "weights.hdf5"),
                       embed())[2],
-          "is not a regular file"),
+          "Weights path model/weights.hdf5 is a FIFO (named pipe), not a regular file"),
     Probe("weights are text",
           lambda ws: (_write(ws / "model" / "weights.hdf5", "not hdf5\n"), embed())[1],
           "not a readable HDF5 file"),

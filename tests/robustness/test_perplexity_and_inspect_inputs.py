@@ -1,4 +1,6 @@
 """`perplexity` and `inspect` on hostile inputs: one line, exit code 1, nothing changed."""
+import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -11,9 +13,14 @@ SECRET = "root:x:0:0:secret-token-4711"
 
 
 def _link_to_secret(run: Path) -> None:
-    (run.parent / "secret.txt").write_text(SECRET + "\n", encoding="utf8")
+    """vocab.txt a link to a file of secrets, and export.json's digest of it made to match."""
+    secret = run.parent / "secret.txt"
+    secret.write_text(SECRET + "\n", encoding="utf8")
     (run / "vocab.txt").unlink()
-    (run / "vocab.txt").symlink_to(run.parent / "secret.txt")
+    (run / "vocab.txt").symlink_to(secret)
+    manifest = json.loads((run / "export.json").read_text(encoding="utf8"))
+    manifest["sha256"]["vocab.txt"] = hashlib.sha256(secret.read_bytes()).hexdigest()
+    (run / "export.json").write_text(json.dumps(manifest), encoding="utf8")
 
 
 def _fifo(path: Path) -> None:
@@ -84,7 +91,7 @@ def inspect_probes(pipeline: Path):
         Probe("inspect: 64 flipped bytes in the component", lambda ws: ["inspect", _pipeline(ws, pipeline, _flip_bytes)],
               "damaged"),
         Probe("inspect: the component's model a FIFO", lambda ws: ["inspect", _pipeline(ws, pipeline, _fifo)],
-              "/pipeline/elmo/model is not a regular file"),
+              "/pipeline/elmo/model is a FIFO (named pipe), not a regular file"),
     ]
 
 

@@ -146,9 +146,9 @@ def _link(path: Path, target: Path) -> str:
 # Issue 60: a vocabulary that is a FIFO blocked the run, one that links to a device never ended.
 PROBES += [
     Probe("vocab.path a FIFO", lambda ws: (fifo_that_ends(ws / "fifo.txt"), pretrain("--vocab.path", "fifo.txt"))[1],
-          "Vocabulary path fifo.txt is not a regular file"),
+          "Vocabulary path fifo.txt is a FIFO (named pipe), not a regular file"),
     Probe("vocab.path a link to /dev/zero", lambda ws: pretrain("--vocab.path", _link(ws / "zero.txt", Path("/dev/zero"))),
-          "Vocabulary path zero.txt is not a regular file"),
+          "Vocabulary path zero.txt is a character device, not a regular file"),
 ]
 
 
@@ -212,7 +212,7 @@ def test_pretrain_init_from_a_run_whose_vocabulary_is_a_fifo_refuses_and_changes
         return pretrain("--init-from", "run")
 
     run_probe(Probe("--init-from a run whose vocab.txt is a FIFO", prepare,
-                    "Vocabulary path run/vocab.txt is not a regular file"), workspace, capsys, monkeypatch)
+                    "Vocabulary path run/vocab.txt is a FIFO (named pipe), not a regular file"), workspace, capsys, monkeypatch)
 
 
 def test_resume_after_a_training_file_was_deleted_refuses_and_changes_nothing(workspace, capsys, monkeypatch):

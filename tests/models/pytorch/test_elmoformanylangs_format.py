@@ -142,7 +142,7 @@ HOSTILE = [
     ("code in the pickle", lambda f: (f / "encoder.pkl").write_bytes(pickle.dumps(Exploit(), protocol=2)),
      "encoder.pkl: the weights cannot be read safely"),
     ("a FIFO as char.dic", lambda f: ((f / "char.dic").unlink(), os.mkfifo(f / "char.dic")),
-     "Vocabulary path .*char.dic is not a regular file"),
+     r"Vocabulary path .*char.dic is a FIFO \(named pipe\), not a regular file"),
 ]
 
 

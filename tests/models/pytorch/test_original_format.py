@@ -242,7 +242,7 @@ def test_a_fifo_as_weights_or_options_is_refused_not_waited_on(reference_dir, tm
     (model / name).unlink()
     os.mkfifo(model / name)
     error = WeightsError if which == "weights" else OptionsError
-    with pytest.raises(error, match=f"{name} is not a regular file"):
+    with pytest.raises(error, match=fr"{name} is a FIFO \(named pipe\), not a regular file"):
         load_bilm(model / "lm_weights.hdf5")
 
 
