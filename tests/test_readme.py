@@ -61,8 +61,9 @@ NOT_RUN = {
     "python -m pytest": "this suite itself",
     "torchrun": "one process per GPU: tests/pretraining/test_ddp.py runs two processes on CPU",
 }
-#: What a command that trains gets added, to run in seconds: a tiny biLM, two steps. (A --resume
-#: gets nothing: it must continue the run with the settings the run already has.)
+#: What a command that trains gets added, to run in seconds: a tiny biLM, two steps. (A plain
+#: --resume gets nothing: it must continue the run with the settings the run already has; a
+#: --resume auto repeats the command of the run, so it gets them too.)
 FAST = {"init-config": ["--size", "tiny"], "pretrain": ["--training.max_steps", "2", "--training.tokens_per_step", "256"]}
 
 
@@ -80,7 +81,7 @@ def _readme_inputs(folder: Path) -> None:
 def _run_command(command: str, folder: Path, env: dict) -> None:
     words = shlex.split(command)
     words[0] = sys.executable if words[0] == "python" else words[0]
-    if "--resume" not in words:
+    if words[-1] != "--resume":
         words += next((extra for name, extra in FAST.items() if name in words), [])
     done = subprocess.run(words, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"README: {command}\n{done.stdout}{done.stderr}"
@@ -111,3 +112,4 @@ def test_the_readme_walk_through(tmp_path, monkeypatch, reference_dir):
     assert skipped == set(NOT_RUN)  # a README command no longer there leaves no stale reason here
     for output in ("out/embeddings.hdf5", "out/weights.hdf5", "adapted/weights.hdf5", "elmo_pipeline/elmo", "out_dir"):
         assert (tmp_path / output).exists(), output
+    assert not (tmp_path / "out.previous").exists()  # --resume auto took the run for this one
