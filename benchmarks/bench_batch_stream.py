@@ -33,7 +33,7 @@ from spacy_elmo.pretraining.tokenized_files import TokenizedFiles
 from spacy_elmo.pretraining.trainer import Trainer
 from spacy_elmo.pretraining.vocab import Vocabulary
 
-SHIPPED_VOCAB = Path(__file__).parent.parent / "spacy_elmo" / "resources" / "english_compact" / "vocab.txt"
+SHIPPED_VOCAB = Path(__file__).parent.parent / "models" / "english-compact-lm" / "spacy_elmo_english_compact_lm" / "vocab.txt"
 
 
 def one_round(args: argparse.Namespace, trainer: Trainer, cache: TokenizedFiles, *, prefetch: bool) -> Dict[str, float]:

@@ -33,6 +33,10 @@ DEADLINE_S = 3600  # for a whole file
 MAX_BYTES = {".json": 1 << 20, ".hdf5": 2 << 30, ".h5": 2 << 30, ".zip": 2 << 30}
 
 
+class DownloadFailed(InputError):
+    """The server could not be reached or refused the file (the caller says what to do offline)."""
+
+
 def download(url: str, destination: Path, *, verify: Verifier, what: str = "file") -> Path:
     """Return `destination`, fetching it from `url` first if it is not there; what
     arrives is cached only once `verify(file, url as errors show it)` accepts it."""
@@ -50,13 +54,7 @@ def download(url: str, destination: Path, *, verify: Verifier, what: str = "file
             reason = f"HTTP {err.code} {err.reason}"
         else:
             reason = getattr(err, "reason", None) or err
-        raise InputError(
-            f"Could not download {what} from {redact(url)} ({redact(one_line(reason))}). "
-            f"Without internet access, fetch "
-            f"that URL on another machine and place the file at {destination} (a model needs both "
-            "its *_options.json and *_weights.hdf5 there; the cache folder and the base URL are "
-            "set by the loader's cache_dir and base_url, or SPACY_ELMO_CACHE and SPACY_ELMO_BASE_URL)"
-        ) from None
+        raise DownloadFailed(f"Could not download {what} from {redact(url)} ({redact(one_line(reason))})") from None
     return destination
 
 

@@ -1,10 +1,18 @@
-"""ELMo models by name: the English and Portuguese biLMs shipped in this package, and published models
-(AllenNLP/bilm-tf's, contributed ones, ELMoForManyLangs'), downloaded on first use into
-a cache directory.
+"""ELMo models by name: spacy-elmo's own English and Portuguese biLMs (in packages built
+from this repository), and published models (AllenNLP/bilm-tf's, contributed ones,
+ELMoForManyLangs'), downloaded on first use into a cache directory.
 
     model_files("english-compact")  # in the installed package, offline
     model_files("small", verify=check)  # downloaded once (kept when `check` accepts it)
+    language_model_folder("english-compact")  # its softmax.hdf5 and vocab.txt (another package)
     locate_vectors("english-compact")  # the floret vectors shipped beside it (spaCy format)
+
+spacy-elmo's own models are split by what reads them: `english-compact`'s biLM and vectors
+are in the spacy-elmo package; `portuguese-compact`'s biLM and each model's softmax and
+vocabulary (read to continue its language model and for its perplexity) are packages of their
+own in the checkout's `models/` folder. Their files are found in the installed package, else
+in that folder of the checkout spacy-elmo runs from, else in the model cache (put there by
+hand, then checked by SHA-256).
 
 ``SPACY_ELMO_CACHE`` (default ``$XDG_CACHE_HOME/spacy-elmo``, else ``~/.cache/spacy-elmo``)
 and ``SPACY_ELMO_BASE_URL`` (default: each publisher's own; a mirror keeps their paths)
@@ -14,10 +22,11 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
-from .download import Verifier, download
+from .download import DownloadFailed, Verifier, download, redact
 from .errors import InputError
+from .model_packages import ModelPart, part_files
 
 PathLike = Union[str, Path]
 #: Accepts a model's files (raises otherwise) once they are all downloaded.
@@ -34,34 +43,54 @@ class NamedModel:
     name: str
     lang: str
     description: str
-    # Shipped: the folder under spacy_elmo/resources. Published: the folder in the cache.
+    # The folder in the cache (spacy-elmo's own: where files placed by hand are looked for).
     folder: str
-    shipped: bool = False
     # Published: each file's path under `publisher_url` (options and weights, or one archive).
     files: Tuple[str, ...] = ()
     publisher_url: str = ALLENNLP_URL
+    # Published in one of spacy-elmo's named sizes (NAMED_SIZES): files of another size are refused.
+    size: Optional[str] = None
+    # spacy-elmo's own: its biLM (options.json, weights.hdf5), and its softmax.hdf5 and vocab.txt.
+    bilm: Optional[ModelPart] = None
+    language_model: Optional[ModelPart] = None
     # Shipped static vectors trained on the model's text: a spaCy vectors directory
     # (`spacy init vectors --mode floret`) in the model's folder, under this name.
     vectors_folder: Optional[str] = None
 
+    @property
+    def shipped(self) -> bool:
+        """spacy-elmo's own (in packages built from this repository), not a published model."""
+        return self.bilm is not None
+
     def file_names(self) -> Tuple[str, ...]:
         """The files' names, as the publisher names them (and the cache keeps them)."""
-        if self.shipped:
-            return "options.json", "weights.hdf5"
+        if self.bilm is not None:
+            return self.bilm.file_names()
         return tuple(Path(path).name for path in self.files)
 
 
-def _allennlp(name: str, folder: str, description: str) -> NamedModel:
+def _allennlp(name: str, folder: str, size: str, description: str) -> NamedModel:
     files = (f"{folder}/elmo_{folder}_options.json", f"{folder}/elmo_{folder}_weights.hdf5")
-    return NamedModel(name=name, lang="en", description=description, folder=folder, files=files)
+    return NamedModel(name=name, lang="en", description=description, folder=folder, files=files, size=size)
 
 
 def _contributed(
-    name: str, lang: str, options: str, weights: str, description: str, url: str = ALLENNLP_URL
+    name: str, lang: str, options: str, weights: str, description: str, url: str = ALLENNLP_URL,
+    size: Optional[str] = None,
 ) -> NamedModel:
     return NamedModel(
-        name=name, lang=lang, description=description, folder=name, files=(options, weights), publisher_url=url
+        name=name, lang=lang, description=description, folder=name, files=(options, weights), publisher_url=url,
+        size=size,
     )
+
+
+def _bilm(module: str, folder: str, options: str, weights: str, project: Optional[str] = None) -> ModelPart:
+    return ModelPart(module, folder, (("options.json", options), ("weights.hdf5", weights)), project)
+
+
+def _language_model(project: str, softmax: str, vocab: str) -> ModelPart:
+    module = "spacy_elmo_" + project.replace("-", "_")
+    return ModelPart(module, "", (("softmax.hdf5", softmax), ("vocab.txt", vocab)), project)
 
 
 #: ELMoForManyLangs (Che et al. 2018, CoNLL 2018 shared task): language code, language and
@@ -89,30 +118,51 @@ def _elmoformanylangs(lang: str, language: str, number: int) -> NamedModel:
     )
 
 
+# The options.json of both compact models (the same sizes).
+_COMPACT_OPTIONS = "f90740b68d6b34d7b68508e991ac768a5821476243f7e7aff1f880191e4baebb"
+
 NAMED_MODELS: Dict[str, NamedModel] = {
     model.name: model
     for model in (
         NamedModel(
-            name="english-compact", lang="en", folder="english_compact", shipped=True, vectors_folder="vectors",
+            name="english-compact", lang="en", folder="english_compact", vectors_folder="vectors",
             description="spacy-elmo's English biLM (LSTM 2x512, projection 128; Wikipedia, "
-            "Stack Exchange, Gutenberg), shipped in the package",
+            "Stack Exchange, Gutenberg), in the spacy-elmo package",
+            bilm=_bilm(
+                "spacy_elmo", "resources/english_compact", _COMPACT_OPTIONS,
+                "c4b9711edfada0ef03eb658ae34cefaf53a5460dcc5a06c01f569ae3ffc542a5",
+            ),
+            language_model=_language_model(
+                "english-compact-lm", "e7f1c35a37333b2a12ef38713a15d4501c3856d8077f4e92c4ced176eb17f8f5",
+                "42ebcf3a0c294c2805513cdc85399958873cbe248dd50f7ef0b0a5d0f899bee4",
+            ),
         ),
         NamedModel(
-            name="portuguese-compact", lang="pt", folder="portuguese_compact", shipped=True,
+            name="portuguese-compact", lang="pt", folder="portuguese_compact",
             description="spacy-elmo's Portuguese biLM (LSTM 2x512, projection 128; literature, laws, "
-            "UD text, in UD Portuguese-Bosque's words), shipped in the package",
+            "UD text, in UD Portuguese-Bosque's words), package spacy-elmo-portuguese-compact",
+            bilm=_bilm(
+                "spacy_elmo_portuguese_compact", "", _COMPACT_OPTIONS,
+                "ad2d17282654815871ab79b4f928d97ce22651d92c6448e7f3799a057bfba04c", project="portuguese-compact",
+            ),
+            language_model=_language_model(
+                "portuguese-compact-lm", "5a7e5c808c5197f0d24da6b2f321f890c9a3062d072c5c6b4cd02590a0c50178",
+                "8568a965fb328562d77af359157c6496a3be5cab4906a02fe11fbec012d94d69",
+            ),
         ),
-        _allennlp("small", "2x1024_128_2048cnn_1xhighway", "AllenNLP small (13.6M parameters, 1B Word)"),
-        _allennlp("medium", "2x2048_256_2048cnn_1xhighway", "AllenNLP medium (28.0M parameters, 1B Word)"),
-        _allennlp("original", "2x4096_512_2048cnn_2xhighway", "AllenNLP original (93.6M parameters, 1B Word)"),
+        _allennlp("small", "2x1024_128_2048cnn_1xhighway", "small", "AllenNLP small (13.6M parameters, 1B Word)"),
+        _allennlp("medium", "2x2048_256_2048cnn_1xhighway", "medium", "AllenNLP medium (28.0M parameters, 1B Word)"),
         _allennlp(
-            "original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B",
+            "original", "2x4096_512_2048cnn_2xhighway", "original", "AllenNLP original (93.6M parameters, 1B Word)"
+        ),
+        _allennlp(
+            "original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B", "original",
             "AllenNLP original trained on 5.5B tokens (Wikipedia, WMT news)",
         ),
         _contributed(
             "pubmed", "en", "contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
             "contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
-            "AllenNLP's original size trained on PubMed (biomedical English)",
+            "AllenNLP's original size trained on PubMed (biomedical English)", size="original",
         ),
         _contributed(
             "portuguese-wikipedia", "pt", "contributed/pt/wikipedia/options.json",
@@ -188,14 +238,9 @@ def model_files(
     if name not in NAMED_MODELS:
         raise InputError(f"Unknown ELMo model name {name!r}; known names: {known_names()}")
     model = NAMED_MODELS[name]
-    if model.shipped:
-        folder = RESOURCES / model.folder
-        paths = tuple(folder / file_name for file_name in model.file_names())
-        missing = [str(path) for path in paths if not path.exists()]
-        if missing:
-            raise InputError(f"The installed spacy-elmo lacks its model files: {', '.join(missing)}")
-        return paths
     folder = cache_dir(cache) / model.folder
+    if model.bilm is not None:
+        return tuple(part_files(name, [model.bilm], folder))
     remote = base_url(model, url)
     what = f"ELMo model {name!r}"
     new_folders = [path for path in (folder, *folder.parents) if not path.exists()]
@@ -209,12 +254,37 @@ def model_files(
         if new_files and check is not None:
             check(files)
         return files
-    except BaseException:
+    except BaseException as err:
         # A model arrives whole or not at all: nothing of a failed first download stays in the cache.
         for path in [*new_files, *new_folders]:  # files, then folders deepest first
             with contextlib.suppress(OSError):
                 path.unlink() if path in new_files else path.rmdir()
+        if isinstance(err, DownloadFailed):
+            raise InputError(f"{err}. {_offline_hint(model, remote, targets, new_files)}") from None
         raise
+
+
+def _offline_hint(model: NamedModel, remote: str, targets: List[Path], wanted: List[Path]) -> str:
+    """Every file of `model` the cache lacks: its URL, and where to put it by hand."""
+    urls = [redact(file_url(remote, path)) for path, target in zip(model.files, targets) if target in wanted]
+    as_is = " (the .zip itself: spacy-elmo unpacks it there)" if targets[0].suffix == ".zip" else ""
+    return (
+        f"Without internet access, fetch {' and '.join(urls)} on another machine and put "
+        f"{'it' if len(urls) == 1 else 'them'} in {targets[0].parent}{as_is}; the cache folder and the base URL "
+        "are set by the loader's cache_dir and base_url, or SPACY_ELMO_CACHE and SPACY_ELMO_BASE_URL"
+    )
+
+
+def language_model_folder(model: PathLike, *, cache: Optional[PathLike] = None) -> Optional[Path]:
+    """The folder of the softmax.hdf5 and vocab.txt of one of spacy-elmo's own models (what
+    continuing its language model and its perplexity read), or None for a path or a
+    published model (published without them). Its biLM is looked for too, so that one
+    error names every file missing."""
+    named = None if Path(model).exists() else NAMED_MODELS.get(str(model))
+    if named is None or named.bilm is None or named.language_model is None:
+        return None
+    files = part_files(named.name, [named.bilm, named.language_model], cache_dir(cache) / named.folder)
+    return files[-1].parent
 
 
 def locate_model(

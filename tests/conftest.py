@@ -79,3 +79,28 @@ def dead_pid() -> int:
 
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     return int(done.stdout)
+
+
+@pytest.fixture()
+def fixture_as_published(monkeypatch):
+    """The fixture biLM served or cached as a published model (`small`, `pubmed`, ...): those
+    names expect no size (theirs is not the fixture's)."""
+    from dataclasses import replace
+
+    from spacy_elmo.named_models import NAMED_MODELS
+
+    for name, model in NAMED_MODELS.items():
+        if model.size is not None:
+            monkeypatch.setitem(NAMED_MODELS, name, replace(model, size=None))
+
+
+@pytest.fixture()
+def model_packages_absent(monkeypatch):
+    """As where spacy-elmo alone is installed: the packages of models/ neither installed nor
+    in a checkout (spacy-elmo's own files, english-compact's biLM, stay)."""
+    from spacy_elmo.model_packages import ModelPart
+
+    installed_folders = ModelPart.installed_folders
+    monkeypatch.setattr(
+        ModelPart, "installed_folders", lambda part: installed_folders(part) if part.project is None else iter(())
+    )

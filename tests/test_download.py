@@ -26,6 +26,8 @@ from spacy_elmo.named_models import NAMED_MODELS
 model_files = functools.partial(named_models.model_files, verify=verify_download)
 
 SMALL = NAMED_MODELS["small"]
+# The fixture biLM stands for the published models.
+pytestmark = pytest.mark.usefixtures("fixture_as_published")
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -143,15 +145,33 @@ def test_a_cache_that_cannot_be_written_is_named_before_any_download(tmp_path: P
         model_files("small", cache=blocker, url=closed_port_url())
 
 
-def test_offline_first_use_says_where_to_place_the_files(tmp_path: Path):
-    cache = tmp_path / "cache"
+def test_offline_first_use_names_every_file_to_fetch_and_where_to_put_them(tmp_path: Path):
+    cache, url = tmp_path / "cache", closed_port_url()
     with pytest.raises(InputError) as err:
-        model_files("small", cache=cache, url=closed_port_url())
+        model_files("small", cache=cache, url=url)
     message = str(err.value)
-    assert "Could not download ELMo model 'small'" in message
-    assert str(cache / SMALL.folder / SMALL.file_names()[0]) in message
+    options_url, weights_url = (f"{url}/{path}" for path in SMALL.files)
+    assert message.startswith(f"Could not download ELMo model 'small' from {options_url} (")
+    assert f"fetch {options_url} and {weights_url} on another machine and put them in {cache / SMALL.folder};" in message
     assert "SPACY_ELMO_CACHE" in message and "\n" not in message
     assert not any(path.is_file() for path in cache.rglob("*"))
+    # Options put there by hand: only the weights are left to fetch.
+    (cache / SMALL.folder).mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "fixtures" / "elmo_reference" / "allennlp" / "options.json",
+                cache / SMALL.folder / SMALL.file_names()[0])
+    with pytest.raises(InputError, match=f"fetch {weights_url} on another machine and put it in "):
+        model_files("small", cache=cache, url=url)
+
+
+def test_offline_an_elmoformanylangs_model_names_its_zip(tmp_path: Path):
+    cache, url = tmp_path / "cache", closed_port_url()
+    with pytest.raises(InputError) as err:
+        model_files("elmoformanylangs-pt", cache=cache, url=url)
+    assert (
+        f"fetch {url}/11/168.zip on another machine and put it in {cache / 'elmoformanylangs' / 'pt'} (the .zip "
+        "itself: spacy-elmo unpacks it there)" in str(err.value)
+    )
+    assert "options" not in str(err.value)
 
 
 def test_an_interrupted_download_leaves_nothing_and_a_retry_completes(published_layout: Path, tmp_path: Path):

@@ -11,17 +11,21 @@ from spacy_elmo.models.pytorch.original_format import load_bilm
 from spacy_elmo.named_models import DEFAULT_MODELS, NAMED_MODELS, default_model
 
 
+ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = [
-    ("english-compact", "en", "english_compact", ("Wikipedia", "Stack Exchange", "CC BY-SA", "Project Gutenberg")),
-    ("portuguese-compact", "pt", "portuguese_compact", ("UD Portuguese-Bosque", "LeNER-Br", "CC BY-SA", "ELTeC")),
+    ("english-compact", "en", ROOT / "spacy_elmo" / "resources" / "english_compact",
+     ("Wikipedia", "Stack Exchange", "CC BY-SA", "Project Gutenberg")),
+    ("portuguese-compact", "pt", ROOT / "models" / "portuguese-compact" / "spacy_elmo_portuguese_compact",
+     ("UD Portuguese-Bosque", "LeNER-Br", "CC BY-SA", "ELTeC")),
 ]
 
 
-@pytest.mark.parametrize("name,lang,folder,credits", SHIPPED)
-def test_each_shipped_model_is_in_the_package_and_loads_offline(monkeypatch, name, lang, folder, credits):
+@pytest.mark.parametrize("name,lang,folder,credits", SHIPPED, ids=[s[0] for s in SHIPPED])
+def test_each_shipped_model_is_in_its_package_and_loads_offline(monkeypatch, name, lang, folder, credits):
+    """english-compact in spacy-elmo; portuguese-compact in its own package, found in this checkout."""
     monkeypatch.setenv("SPACY_ELMO_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     weights, options = find_model(name)
-    assert options.parent == weights.parent == Path(spacy_elmo_root(), "resources", folder)
+    assert options.parent == weights.parent == folder
     bilm = load_named_weights(None, lang=lang)
     card = (weights.parent / "MODEL_CARD.md").read_text(encoding="utf8")
     assert json.loads(options.read_text())["lstm"]["projection_dim"] * 2 == bilm.output_dim
@@ -31,12 +35,6 @@ def test_each_shipped_model_is_in_the_package_and_loads_offline(monkeypatch, nam
     assert weights.stat().st_size < 40_000_000
     layers = bilm(bilm.ids_of([["Olá", ",", "mundo", "!"]])).layers
     assert layers.shape == (1, 3, 4, bilm.output_dim) and bool(layers.isfinite().all())
-
-
-def spacy_elmo_root() -> Path:
-    import spacy_elmo
-
-    return Path(spacy_elmo.__file__).parent
 
 
 def test_english_and_portuguese_default_to_the_shipped_models_and_other_languages_are_told_what_to_do():

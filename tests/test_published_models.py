@@ -18,6 +18,8 @@ from .test_download import closed_port_url, serving
 
 MANYLANGS = Path(__file__).resolve().parent / "fixtures" / "elmoformanylangs" / "with_words"
 MODEL_FILES = ["char.dic", "cnn_6_5_8_16_sample.json", "config.json", "encoder.pkl", "token_embedder.pkl", "word.dic"]
+# The fixture biLM stands for the published models.
+pytestmark = pytest.mark.usefixtures("fixture_as_published")
 
 
 def write_archive(path: Path, prefix: str = "pt.model/", extra=()) -> Path:

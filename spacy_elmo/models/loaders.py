@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Callable, Optional, Tuple, Union
 
 from ..errors import InputError, SpacyElmoError
-from ..named_models import default_model, is_downloaded, locate_model
+from ..named_models import NAMED_MODELS, default_model, is_downloaded, locate_model
 from .pytorch import original_format
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
 from .pytorch.elmoformanylangs_archive import unpack_archive
 from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs
+from .pytorch.options import NAMED_SIZES, BiLMOptions
 
 #: Returns a ready biLM (size and weights from its files).
 WeightsLoaderT = Callable[[], ElmoBiLM]
@@ -94,7 +95,10 @@ def find_model(
     """(weights file or directory, options.json or None) of a path or a model name, a
     published model downloaded and verified first if it is not in the cache (an archive
     unpacked there); a first download is kept only once the model loads."""
-    weights, options = locate_model(model, verify=verify_download, check=_check_loads, cache=cache, url=url)
+    check = partial(_check_loads, str(model))
+    weights, options = locate_model(model, verify=verify_download, check=check, cache=cache, url=url)
+    if options is not None:
+        _check_size(str(model), options)
     if weights.suffix == ".zip":
         if not is_downloaded(model):
             raise InputError(
@@ -106,13 +110,35 @@ def find_model(
     return weights, options
 
 
-def _check_loads(files: Tuple[Path, ...]) -> None:
+def _check_loads(name: str, files: Tuple[Path, ...]) -> None:
     """Load a newly downloaded model once (an archive: unpack it, which loads it), so a
-    model that does not load never stays in the cache."""
+    model that does not load, or is not `name`, never stays in the cache."""
     if len(files) == 1:
         unpack_archive(files[0])
     else:
+        _check_size(name, files[0])
         original_format.load_bilm(files[1], files[0])
+
+
+def _check_size(name: str, options: Path) -> None:
+    """Refuse the files of a published model of a known size whose options declare
+    another (no checksums are published: another model's files must not pass as `name`)."""
+    size = NAMED_MODELS[name].size if is_downloaded(name) else None
+    if size is None:
+        return
+    found, expected = _sizes(original_format.read_options(options)), _sizes(NAMED_SIZES[size])
+    if found != expected:
+        raise InputError(
+            f"{options}: the options of a biLM of {found}, not {name}'s ({expected}): another model's files are "
+            f"in {options.parent}; delete them to download {name} again, or put its own files there"
+        )
+
+
+def _sizes(options: BiLMOptions) -> str:
+    return (
+        f"LSTM {options.n_layers}x{options.lstm_dim}, projection {options.projection_dim}, filters "
+        f"{[list(f) for f in options.filters]}, {options.n_highway} highway, characters {options.char_embedding_dim}"
+    )
 
 
 def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:

@@ -43,6 +43,7 @@ from ..models.pytorch.char_cnn import TokenVectorCache
 from ..models.pytorch.lstm.int8_products import check_precision
 from ..models.span_cache import SpanCache
 from ..models.types import BiLMModelT
+from .command_errors import one_line_in_spacy_commands
 
 DEFAULT_CONFIG = Config().from_str(
     """
@@ -308,9 +309,10 @@ class ElmoComponent(TrainablePipe):
                     check_upstream(component.model, name, elmo_components, nlp.pipe_names)
         if weights_loader is None and get_bilm(self.model) is None and not has_weights_loader(self.model):
             weights_loader = build_elmo_weights_loader_v1(lang=self.vocab.lang)
-        if weights_loader is not None:
-            load_weights(self.model, weights_loader)
-        self.model.initialize(X=[eg.predicted for eg in examples] or None)
+        with one_line_in_spacy_commands():  # `spacy train` offline: one line, no traceback
+            if weights_loader is not None:
+                load_weights(self.model, weights_loader)
+            self.model.initialize(X=[eg.predicted for eg in examples] or None)
         for listener in self.listeners:
             listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))
 

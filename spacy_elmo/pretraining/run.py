@@ -15,6 +15,7 @@ from ..messages import note, warn
 from ..models.loaders import find_model
 from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
 from ..models.pytorch.original_format import checked_options
+from ..named_models import language_model_folder
 from ..output_files import check_output_dir
 from .assembly import GROWABLE, assemble_model, growth
 from .checkpoint import check_vocabulary, load_checkpoint, restore_training_state
@@ -56,6 +57,8 @@ class PretrainRun:
         self.processes = processes
         self.resume = check_resume(resume)
         self.resuming = resume is True  # decided on the main process for AUTO
+        # A name's softmax and vocabulary (first: one error names all its files that are missing).
+        self.init_language_model = language_model_folder(init_from) if init_from is not None else None
         self.init_from = find_model(init_from) if init_from is not None else None
         if self.init_from is not None and is_elmoformanylangs_folder(self.init_from[0]):
             raise ConfigError(
@@ -209,11 +212,12 @@ class PretrainRun:
         return None
 
     def _init_directory(self) -> Optional[RunDirectory]:
-        """The run directory of --init-from's biLM: its softmax.hdf5 and vocab.txt sit beside its weights."""
+        """The run directory of --init-from's biLM: its softmax.hdf5 and vocab.txt sit beside its weights
+        (a model name's: in their own package)."""
         if self.init_from is None:
             return None
         weights = self.init_from[0]
-        return RunDirectory(weights if weights.is_dir() else weights.parent)
+        return RunDirectory(self.init_language_model or (weights if weights.is_dir() else weights.parent))
 
     def _vocabulary(
         self, checkpoint: Optional[Dict[str, Any]], dev: Optional[List[Sentence]]

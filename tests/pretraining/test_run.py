@@ -494,3 +494,14 @@ def test_an_output_directory_overlapping_a_corpus_directory_is_refused_before_an
     )):
         pretrain(fast_config(paths["train"], paths["dev"]), output_dir)
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_init_from_a_name_continues_the_softmax_and_vocabulary_of_its_package(tmp_path, tiny_text, capsys):
+    """english-compact's biLM is in spacy-elmo, its softmax and vocabulary in english-compact-lm."""
+    from spacy_elmo.named_models import language_model_folder
+
+    config = fast_config(tiny_text, optimizer__name="adam", optimizer__learn_rate=1e-9, training__max_steps=1)
+    pretrain(config, tmp_path / "out", init_from="english-compact")
+    package = language_model_folder("english-compact")
+    assert "(biLM and softmax)" in " ".join(capsys.readouterr().out.split())  # wasabi wraps lines
+    assert (tmp_path / "out" / "vocab.txt").read_bytes() == (package / "vocab.txt").read_bytes()

@@ -17,6 +17,8 @@ from .conftest import Probe, run_probe
 from .test_model_files import no_large_reads, size_bomb, write_declared_only  # noqa: F401 (an autouse fixture)
 
 SMALL = NAMED_MODELS["small"]
+# The fixture biLM stands for the published models.
+pytestmark = pytest.mark.usefixtures("fixture_as_published")
 
 
 def _status(code: int):
