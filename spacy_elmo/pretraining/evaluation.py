@@ -14,7 +14,7 @@ import torch
 from ..errors import InputError
 from ..models.loaders import find_model
 from ..models.pytorch.char_ids import batch_to_char_ids
-from ..named_models import NAMED_MODELS, is_downloaded
+from ..named_models import NAMED_MODELS, is_downloaded, language_model_folder
 from .assembly import assemble_model
 from .batch_stream import batches_by_tokens
 from .config import PretrainConfig, parse_config
@@ -64,13 +64,13 @@ def run_perplexity(
     """Forward, backward and average perplexity (full softmax) of the run's model (or a
     model name's, :func:`scored_model`) on `texts`; with `unigram`, also the unigram
     baseline of its training text."""
-    directory, config = scored_model(run_dir, unigram=unigram)
+    directory, config, bilm = scored_model(run_dir, unigram=unigram)
     text = TextReading(config.corpus, directory.tokenized)
     files = [file for name in texts for file in resolve_corpus_files(str(name), setting="text")]
     sentences = text.first_sentences(files, max_sentences, name="text")
     vocab = directory.read_vocab()
     processes = Processes(0, 1, device or torch.device("cpu"))
-    model = assemble_model(len(vocab), pretrained=(directory.path, None), softmax=directory.softmax)
+    model = assemble_model(len(vocab), pretrained=(bilm, None), softmax=directory.softmax)
     with torch.inference_mode():
         result = held_out_perplexity(
             model.to(processes.device), vocab, sentences, processes=processes,
@@ -83,15 +83,15 @@ def run_perplexity(
     return result
 
 
-def scored_model(model: PathLike, *, unigram: bool = False) -> Tuple[RunDirectory, PretrainConfig]:
-    """The directory and config of a pretraining run, or of a model name that comes with
-    its softmax and vocabulary (the shipped ones): its text then read as it was trained,
-    with the spaCy tokenizer of its language and sentence splitting."""
+def scored_model(model: PathLike, *, unigram: bool = False) -> Tuple[RunDirectory, PretrainConfig, Path]:
+    """The directory (softmax, vocabulary), config and biLM folder of a pretraining run, or
+    of a model name that comes with its softmax and vocabulary (spacy-elmo's own): its text
+    then read as it was trained, with the spaCy tokenizer of its language and sentence splitting."""
     name = str(model)
     if Path(model).exists() or name not in NAMED_MODELS:
         directory = RunDirectory(model)
         directory.check_finished()
-        return directory, directory.read_config()
+        return directory, directory.read_config(), directory.path
     with_softmax = ", ".join(named for named, found in NAMED_MODELS.items() if found.shipped)
     if is_downloaded(name):
         raise InputError(
@@ -100,8 +100,10 @@ def scored_model(model: PathLike, *, unigram: bool = False) -> Tuple[RunDirector
         )
     if unigram:
         raise InputError(f"--unigram counts a run's training text, and {name} comes without its own; leave it out")
-    directory = RunDirectory(find_model(name)[0].parent)
+    language_model = language_model_folder(name)
+    bilm = find_model(name)[0].parent
+    directory = RunDirectory(language_model or bilm)
     directory.check_finished(config=False)
     # A run that trained on nothing: only its [corpus] reading settings are used.
     reading = {"corpus.train": "", "corpus.split_sentences": True}
-    return directory, parse_config(default_config_text(lang=NAMED_MODELS[name].lang), reading, source=name)
+    return directory, parse_config(default_config_text(lang=NAMED_MODELS[name].lang), reading, source=name), bilm
