@@ -110,6 +110,8 @@ gradient_scale = 20.0
 grad_clip = 10.0
 # "auto" = bfloat16 autocast on GPU and float32 on CPU; or "bf16" / "fp32".
 precision = "auto"
+# Log every this many steps: the steps' losses, gradient norms and skipped steps are read
+# from the device then (and at checkpoints), never in between.
 log_every = 10
 eval_every = 1000
 # Also evaluate before the first step (the perplexity a model starts from).

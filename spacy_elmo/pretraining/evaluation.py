@@ -46,10 +46,8 @@ def held_out_perplexity(
     dtype = autocast_dtype(precision, device)
     totals = torch.zeros(3, dtype=torch.float64, device=device)
     for batch in batches_by_tokens(sorted(sentences, key=len), tokens_per_batch):
-        char_ids = batch_to_char_ids(batch).to(device)
-        targets = target_ids(batch, vocab).to(device)
         with autocast(dtype, device):
-            nll = model(char_ids, targets)
+            nll = model(batch_to_char_ids(batch), target_ids(batch, vocab))  # on the host; the model copies them
         totals[:2] += nll.double()
         totals[2] += n_predictions(batch)
     nll_forward, nll_backward, n_tokens = processes.sum(totals).tolist()

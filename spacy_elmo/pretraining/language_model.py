@@ -1,12 +1,15 @@
 """The biLM training objective: joint forward + backward log-likelihood, one shared softmax."""
+from dataclasses import dataclass
 from itertools import chain
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
 from torch import Tensor, nn
 
 from ..models.pytorch.bilm import ElmoBiLM, PackedEncoding
+from ..models.pytorch.devices import DeviceLike, to_device
+from ..models.pytorch.host_batch import HostBatch
 from .softmax import LMSoftmax, SampledCandidates
 from .vocab import Vocabulary
 
@@ -27,6 +30,27 @@ def target_ids(sentences: Sequence[Sequence[str]], vocab: Vocabulary) -> Tensor:
     )
     ids[numpy.arange(len(sentences)), lengths + 1] = vocab.eos_id
     return torch.from_numpy(ids)
+
+
+@dataclass(frozen=True)
+class LMBatch:
+    """A training batch as the host prepares it: the biLM's batch and the word each
+    direction predicts at each packed row, *Shape:* ``(2, n_rows)``, int32 (the next
+    word forward, the previous one backward)."""
+
+    bilm: HostBatch
+    targets: Tensor
+
+    @classmethod
+    def of(cls, batch: HostBatch, targets: Tensor) -> "LMBatch":
+        """:param targets: the sentences' :func:`target_ids`, on the host."""
+        words = targets.cpu().numpy()
+        rows, positions = batch.rows.numpy(), batch.positions.numpy()
+        predicted = numpy.stack([words[rows, positions[0] + 1], words[rows, positions[1] - 1]])
+        return cls(batch, torch.from_numpy(predicted.astype(numpy.int32)))
+
+    def to(self, device: DeviceLike) -> "LMBatch":
+        return LMBatch(self.bilm.to(device), to_device(self.targets, device))
 
 
 def n_predictions(sentences: Sequence[Sequence[str]]) -> int:
@@ -54,35 +78,38 @@ class BiLMLanguageModel(nn.Module):
         self.softmax = softmax
         self.output_dropout = output_dropout
 
-    def forward(
-        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None
-    ) -> Tensor:
-        """Summed negative log-likelihood per direction, *Shape:* ``(2,)``, float32.
+    def prepare(self, char_ids: Tensor, targets: Tensor) -> LMBatch:
+        """The host's part of a batch: :meth:`ElmoBiLM.host_batch` and each packed row's targets.
 
         :param char_ids: *Shape:* ``(batch, max_tokens, 50)`` (see ``batch_to_char_ids``).
         :param targets: *Shape:* ``(batch, max_tokens + 2)`` (see :func:`target_ids`).
+        """
+        return LMBatch.of(self.bilm.host_batch(char_ids), targets)
+
+    def forward(
+        self, char_ids: Union[Tensor, LMBatch], targets: Optional[Tensor] = None,
+        candidates: Optional[SampledCandidates] = None,
+    ) -> Tensor:
+        """Summed negative log-likelihood per direction, *Shape:* ``(2,)``, float32.
+
+        :param char_ids: the host's ids and `targets` (see :meth:`prepare`), or their :class:`LMBatch`.
         :param candidates: sampled-softmax negatives; ``None`` = full softmax.
         """
         nll, _ = self.token_nll(char_ids, targets, candidates)
         return nll.sum(dim=1)
 
     def token_nll(
-        self, char_ids: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None
+        self, char_ids: Union[Tensor, LMBatch], targets: Optional[Tensor] = None,
+        candidates: Optional[SampledCandidates] = None,
     ) -> Tuple[Tensor, PackedEncoding]:
         """Per-prediction NLL in packed order, *Shape:* ``(2, n_rows)``, and the encoding
         (its ``rows``/``forward_positions``/``backward_positions`` say which is which)."""
-        mask = (char_ids > 0).any(dim=2)
-        lengths = mask.sum(dim=1)
-        encoding = self.bilm.encode_packed(char_ids, mask, lengths)
+        batch = char_ids if isinstance(char_ids, LMBatch) else self.prepare(char_ids, targets)
+        batch = batch.to(self.bilm.device)
+        encoding = self.bilm.encode_packed(batch.bilm)
         top = encoding.layers[-1]
         n_rows = top.shape[1]
         if self.output_dropout and self.training:
             top = nn.functional.dropout(top, self.output_dropout, True)
-        next_words = targets[encoding.rows, encoding.forward_positions + 1]
-        previous_words = targets[encoding.rows, encoding.backward_positions - 1]
-        nll = self.softmax.nll(
-            top.reshape(2 * n_rows, top.shape[2]),
-            torch.cat([next_words, previous_words]),
-            candidates,
-        )
+        nll = self.softmax.nll(top.reshape(2 * n_rows, top.shape[2]), batch.targets.flatten().long(), candidates)
         return nll.view(2, n_rows), encoding

@@ -3,7 +3,7 @@ checkpoints with the exported model, and the guards that stop a run gone wrong."
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from wasabi import msg
@@ -75,14 +75,14 @@ class TrainingLoop:
             while progress.step < self.max_steps:
                 raise_if_terminated()
                 trainer.set_learn_rate(progress.step, self.max_steps)
-                result = trainer.train_step(self.stream.next_batch())
-                progress.add(result)
+                progress.add(trainer.train_step(self.stream.next_batch()))
                 self.stepped = True
-                if not result.finite:
-                    self._non_finite(last_checkpoint)
                 bar.update(1)
                 step = progress.step
                 last = step == self.max_steps
+                if step % training.log_every == 0 or step % training.checkpoint_every == 0 or last:
+                    # The steps' figures are read from the device here only: the steps between never wait for it.
+                    self._non_finite(last_checkpoint, progress.settle())
                 if step % training.log_every == 0 or last:
                     record = progress.log_record(self.processes, self.n_train_tokens, trainer.optimizer)
                     if main:
@@ -164,17 +164,22 @@ class TrainingLoop:
                 f"training.grad_clip and start again ({_kept(last_checkpoint)})"
             )
 
-    def _non_finite(self, last_checkpoint: int) -> None:
+    def _non_finite(self, last_checkpoint: int, skipped: List[Tuple[int, int]]) -> None:
+        """Warn of the `skipped` steps (each with the skipped steps in a row up to it) and stop
+        the run where too many came in a row."""
+        if not skipped:
+            return
         self._check_weights(last_checkpoint)  # weights gone non-finite: stop now, not after more skipped steps
-        limit, progress = self.config.training.max_nonfinite_steps, self.progress
-        if self.processes.is_main:
-            warn(f"step {progress.step}: non-finite loss or gradient, step skipped ({progress.nonfinite_run} in a row)")
-        if progress.nonfinite_run >= limit:
-            raise TrainingError(
-                f"The loss or gradient was not finite for {limit} steps in a row (last at step {progress.step}); "
-                f"lower optimizer.learn_rate or training.grad_clip, or check the corpus. "
-                f"--resume continues from the last checkpoint"
-            )
+        limit = self.config.training.max_nonfinite_steps
+        for step, in_a_row in skipped:
+            if self.processes.is_main:
+                warn(f"step {step}: non-finite loss or gradient, step skipped ({in_a_row} in a row)")
+            if in_a_row >= limit:
+                raise TrainingError(
+                    f"The loss or gradient was not finite for {limit} steps in a row (last at step {step}); "
+                    f"lower optimizer.learn_rate or training.grad_clip, or check the corpus. "
+                    f"--resume continues from the last checkpoint"
+                )
 
     def _say_interrupted(self, last_checkpoint: int) -> None:
         if self.directory.checkpoint.exists():

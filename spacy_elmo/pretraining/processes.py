@@ -40,10 +40,15 @@ class Processes:
 
     def all_true(self, flag: Tensor) -> bool:
         """True when `flag` (a 0-d bool tensor) is true on every process."""
+        return bool(self.all_true_on_device(flag))
+
+    def all_true_on_device(self, flag: Tensor) -> Tensor:
+        """Whether `flag` (a 0-d bool tensor) is true on every process, left on the device."""
         if self.distributed:
             flag = flag.to(torch.int32)
             dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-        return bool(flag)
+            flag = flag.bool()
+        return flag
 
     def gather_to_main(self, local: Any) -> Optional[List[Any]]:
         """Every process's `local`, in rank order, on the main process; None elsewhere."""

@@ -1,6 +1,6 @@
 """The step counter and the running sums behind each log line (kept in checkpoints)."""
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -10,7 +10,12 @@ from .trainer import StepResult
 
 
 class Progress:
-    """Step counter and the running sums behind each log line (kept in checkpoints)."""
+    """Step counter and the running sums behind each log line (kept in checkpoints).
+
+    A step's figures stay on the device until :meth:`settle` reads those of every step
+    since the last call at once (the loop does at each log line and checkpoint): the
+    training steps between never wait for the device.
+    """
 
     def __init__(self, *, device: torch.device) -> None:
         self.device = device
@@ -18,10 +23,11 @@ class Progress:
         self.tokens_seen = 0  # all processes
         self.nonfinite_run = 0
         self.elapsed = 0.0
+        self._unsettled: List[StepResult] = []
         self._reset_interval()
 
     def _reset_interval(self) -> None:
-        self.nll = torch.zeros(2, dtype=torch.float64, device=self.device)
+        self.nll = [0.0, 0.0]
         self.tokens = 0
         self.grad_norm = 0.0
         self.steps = 0
@@ -31,14 +37,34 @@ class Progress:
     def add(self, result: StepResult) -> None:
         self.step += 1
         self.steps += 1
-        if result.finite:
-            self.nll += result.nll.double()
-            self.tokens += result.n_tokens
-            self.grad_norm += result.grad_norm
-            self.nonfinite_run = 0
-        else:
-            self.skipped += 1
-            self.nonfinite_run += 1
+        self._unsettled.append(result)
+
+    def settle(self) -> List[Tuple[int, int]]:
+        """Read the figures of the steps since the last call from the device (one copy) into
+        the sums; returns each skipped step (its loss or gradient was not finite) with the
+        number of such steps in a row up to it."""
+        results, self._unsettled = self._unsettled, []
+        if not results:
+            return []
+        figures = torch.cat([
+            torch.stack([r.nll for r in results]).double().flatten(),
+            torch.stack([r.grad_norm for r in results]).double(),
+            torch.stack([r.finite for r in results]).double(),
+        ]).tolist()
+        n = len(results)
+        skipped = []
+        for i, result in enumerate(results):
+            if figures[3 * n + i]:
+                self.nll[0] += figures[2 * i]
+                self.nll[1] += figures[2 * i + 1]
+                self.tokens += result.n_tokens
+                self.grad_norm += figures[2 * n + i]
+                self.nonfinite_run = 0
+            else:
+                self.skipped += 1
+                self.nonfinite_run += 1
+                skipped.append((self.step - n + 1 + i, self.nonfinite_run))
+        return skipped
 
     def restart_clock(self) -> None:
         self.started = time.perf_counter()
@@ -54,7 +80,8 @@ class Progress:
         self, processes: Processes, n_train_tokens: Optional[int], optimizer: torch.optim.Optimizer
     ) -> Dict[str, Any]:
         """The interval's averages over every process, then a new interval."""
-        totals = processes.sum(torch.cat([self.nll, self.nll.new_tensor([self.tokens])]))
+        self.settle()
+        totals = processes.sum(torch.tensor([*self.nll, self.tokens], dtype=torch.float64, device=self.device))
         nll_forward, nll_backward, tokens = totals.tolist()
         seconds = time.perf_counter() - self.started
         self.elapsed += seconds
@@ -76,8 +103,9 @@ class Progress:
         return record
 
     def local_state(self) -> Dict[str, Any]:
+        self.settle()
         return {
-            "nll": self.nll.cpu(), "tokens": self.tokens, "grad_norm": self.grad_norm,
+            "nll": torch.tensor(self.nll, dtype=torch.float64), "tokens": self.tokens, "grad_norm": self.grad_norm,
             "steps": self.steps, "skipped": self.skipped,
         }
 
@@ -89,7 +117,7 @@ class Progress:
         self.tokens_seen = shared["tokens_seen"]
         self.nonfinite_run = shared["nonfinite_run"]
         self.elapsed = shared["elapsed"]
-        self.nll = local["nll"].to(self.device)
+        self.nll = local["nll"].tolist()
         self.tokens = local["tokens"]
         self.grad_norm = local["grad_norm"]
         self.steps = local["steps"]

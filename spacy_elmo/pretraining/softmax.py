@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from ..models.pytorch.bilm import select_rows
 from ..models.pytorch.original_format import read_hdf5_arrays
+from ..models.pytorch.devices import autocast_off, to_device
 from ..output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 
 
@@ -22,7 +23,7 @@ from ..output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 class SampledCandidates:
     """Negative classes for one batch, drawn without replacement.
 
-    ``ids``: *Shape:* ``(n_samples,)``; ``num_tries``: draws (with replacement)
+    ``ids``: *Shape:* ``(n_samples,)``, int32; ``num_tries``: draws (with replacement)
     it took to collect them, which sets every class's expected count.
     """
 
@@ -38,7 +39,7 @@ class SampledCandidates:
         return torch.log(-torch.expm1(self.num_tries * torch.log1p(-probability)))
 
     def to(self, device: Union[str, torch.device]) -> "SampledCandidates":
-        return SampledCandidates(self.ids.to(device, non_blocking=True), self.num_tries, self.vocab_size)
+        return SampledCandidates(to_device(self.ids, device), self.num_tries, self.vocab_size)
 
 
 class LogUniformSampler:
@@ -70,7 +71,7 @@ class LogUniformSampler:
             if len(first) >= self.n_samples:
                 first.sort()
                 first = first[: self.n_samples]
-                ids = torch.from_numpy(draws[first])
+                ids = torch.from_numpy(draws[first].astype(numpy.int32))
                 return SampledCandidates(ids, int(first[-1]) + 1, self.vocab_size)
             chunk *= 2
 
@@ -130,12 +131,12 @@ class LMSoftmax(nn.Module):
         if candidates is not None:
             return self._sampled_nll(hidden, targets, candidates, chunk_rows)
         # float32 even under autocast: held-out perplexity must not depend on the precision.
-        with torch.autocast(hidden.device.type, enabled=False):
+        with autocast_off(hidden.device.type):
             return full_softmax_nll(hidden.float(), targets, self.weight, self.bias, chunk_rows=chunk_rows)
 
     def _sampled_nll(self, hidden: Tensor, targets: Tensor, candidates: SampledCandidates, chunk_rows: int) -> Tensor:
         # float32 (as the full softmax): under autocast, the products are a small part of a step.
-        with torch.autocast(hidden.device.type, enabled=False):
+        with autocast_off(hidden.device.type):
             hidden = hidden.float()
             true_logits = (hidden * select_rows(self.weight, targets)).sum(dim=1) + select_rows(self.bias, targets)
             true_logits = true_logits - candidates.log_expected_count(targets)

@@ -1,45 +1,88 @@
 """Optimizer steps of the biLM language model on one process (a
-DistributedDataParallel replica under torchrun)."""
+DistributedDataParallel replica under torchrun).
+
+A step has two parts: :meth:`Trainer.prepare`, the host's (character ids, packing,
+targets, negatives, from the sentences), and :meth:`Trainer.step`, the device's,
+which never waits for the device: whether the loss and gradient are finite stays
+on the device, where a fused optimizer skips the update of a step that is not, and
+the loop reads it with the other figures of a log line (:meth:`Progress.settle`).
+"""
 import math
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Any, Dict, Iterable, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.graph import increment_version
 
 from ..models.pytorch.char_ids import batch_to_char_ids
 from .assembly import negative_samples
 from .config import OptimizerConfig, PretrainConfig
 from .corpus import Sentence
-from .language_model import BiLMLanguageModel, n_predictions, target_ids
+from .language_model import BiLMLanguageModel, LMBatch, n_predictions, target_ids
 from .precision import autocast, autocast_dtype
 from .processes import Processes
 from .schedule import learn_rate_at
-from .softmax import LogUniformSampler
+from .softmax import LogUniformSampler, SampledCandidates
 from .vocab import Vocabulary
+
+
+@dataclass(frozen=True)
+class HostStep:
+    """A step's input as the host prepares it: the batch, the negatives of a sampled
+    softmax, and the predictions per direction."""
+
+    batch: LMBatch
+    candidates: Optional[SampledCandidates]
+    n_tokens: int
 
 
 @dataclass
 class StepResult:
-    """One optimizer step: summed NLL per direction *Shape:* ``(2,)``, tokens, finiteness."""
+    """One optimizer step, on the device: summed NLL per direction *Shape:* ``(2,)``,
+    whether the loss and gradient were finite on every process (0-d, bool; if not, the
+    update was skipped), the gradient norm (0-d); and the tokens."""
 
     nll: Tensor
     n_tokens: int
-    finite: bool
-    grad_norm: float
+    finite: Tensor
+    grad_norm: Tensor
 
 
-def build_optimizer(config: OptimizerConfig, parameters: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+def build_optimizer(
+    config: OptimizerConfig, parameters: Iterable[nn.Parameter], device: torch.device = torch.device("cpu"),
+) -> torch.optim.Optimizer:
+    """The optimizer, fused (one kernel for every parameter, and a step skipped on the
+    device when its ``found_inf`` is set) where torch has a fused one for `device`."""
     parameters = list(parameters)
+    if device.type in ("cpu", "cuda"):
+        try:
+            return _optimizer(config, parameters, fused=True)
+        except RuntimeError:  # older torch: no fused Adagrad on a GPU
+            pass
+    return _optimizer(config, parameters, fused=None)
+
+
+def _optimizer(config: OptimizerConfig, parameters: Sequence[nn.Parameter], fused: Optional[bool]):
     if config.name == "adagrad":
-        return torch.optim.Adagrad(
+        optimizer: torch.optim.Optimizer = torch.optim.Adagrad(
             parameters, lr=config.learn_rate, initial_accumulator_value=config.initial_accumulator,
-            weight_decay=config.weight_decay,
+            weight_decay=config.weight_decay, fused=fused,
         )
-    return torch.optim.Adam(
-        parameters, lr=config.learn_rate, betas=(config.beta1, config.beta2), eps=config.eps,
-        weight_decay=config.weight_decay,
-    )
+    else:
+        optimizer = torch.optim.Adam(
+            parameters, lr=config.learn_rate, betas=(config.beta1, config.beta2), eps=config.eps,
+            weight_decay=config.weight_decay, fused=fused,
+        )
+    optimizer.register_load_state_dict_pre_hook(_as_built)
+    return optimizer
+
+
+def _as_built(optimizer: torch.optim.Optimizer, state: Dict[str, Any]) -> Dict[str, Any]:
+    """A saved state loads into the optimizer as it was built (fused or not, whatever the
+    run that saved it was)."""
+    fused = optimizer.defaults["fused"]
+    return {**state, "param_groups": [{**group, "fused": fused} for group in state["param_groups"]]}
 
 
 class Trainer:
@@ -69,7 +112,7 @@ class Trainer:
         self.sampler: Optional[LogUniformSampler] = None
         if negative_samples is not None:
             self.sampler = LogUniformSampler(len(vocab), negative_samples, seed=[seed, processes.rank, 1])
-        self.optimizer = build_optimizer(optimizer, self.model.parameters())
+        self.optimizer = build_optimizer(optimizer, self.model.parameters(), self.device)
         self.network: nn.Module = self.model
         if processes.distributed:
             self.network = nn.parallel.DistributedDataParallel(
@@ -101,19 +144,35 @@ class Trainer:
 
     def train_step(self, batch: Sequence[Sentence]) -> StepResult:
         """Forward, backward, clip and (when every process's loss is finite) update."""
+        return self.step(self.prepare(batch))
+
+    def prepare(self, batch: Sequence[Sentence]) -> HostStep:
+        """The host's part of a step: everything the device needs, computed from the sentences."""
+        lm_batch = self.model.prepare(batch_to_char_ids(batch), target_ids(batch, self.vocab))
+        candidates = self.sampler.sample() if self.sampler is not None else None
+        return HostStep(lm_batch, candidates, n_predictions(batch))
+
+    def step(self, prepared: HostStep) -> StepResult:
+        """The device's part of a step; it reads nothing back from the device (except,
+        where torch has no fused optimizer for it, whether to update)."""
         self.model.train()
-        char_ids = batch_to_char_ids(batch).to(self.device, non_blocking=True)
-        targets = target_ids(batch, self.vocab).to(self.device, non_blocking=True)
-        candidates = self.sampler.sample().to(self.device) if self.sampler is not None else None
-        n_tokens = n_predictions(batch)
+        batch = prepared.batch.to(self.device)
+        candidates = prepared.candidates.to(self.device) if prepared.candidates is not None else None
         with autocast(self.autocast_dtype, self.device):
-            nll = self.network(char_ids, targets, candidates)
-        loss = nll.sum() / (2 * n_tokens)
+            nll = self.network(batch, None, candidates)
+        loss = nll.sum() / (2 * prepared.n_tokens)
         (loss * self.gradient_scale).backward()
         clip = self.grad_clip if self.grad_clip > 0 else math.inf
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-        finite = self.processes.all_true(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
-        if finite:
+        finite = self.processes.all_true_on_device(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
+        if self.optimizer.defaults["fused"]:
+            self.optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
+            self.optimizer.step()
+            # Fused kernels write the weights unseen by their version counters, which
+            # prediction's caches of derived weights watch (prepacked products, token vectors).
+            for parameter in self.model.parameters():
+                increment_version(parameter)
+        elif finite:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return StepResult(nll.detach(), n_tokens, finite, float(grad_norm))
+        return StepResult(nll.detach(), prepared.n_tokens, finite, grad_norm.detach())

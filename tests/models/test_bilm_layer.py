@@ -11,6 +11,8 @@ from spacy_elmo.models.loaders import build_original_weights_loader_v1
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.spans import build_sentence_spans_v1
 
+from ..sync_checks import no_host_sync
+
 
 @pytest.fixture(scope="module")
 def vocab():
@@ -125,3 +127,21 @@ def test_prediction_after_an_update_uses_the_new_weights(vocab):
     assert not numpy.allclose(after[0], before[0], atol=1e-3)
     for got, want in zip(after, expected):
         numpy.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_component_s_prediction_does_not_synchronise(allennlp_model_dir):
+    """The elmo component with its biLM on meta (a stand-in GPU): nothing waits for the
+    device but the copy of each batch's layers to the host."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": {"batch_size": 2}})
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "weights_loader": {"@misc": "spacy-elmo.original_weights.v1", "path": str(allennlp_model_dir / "lm_weights.hdf5")}
+    }
+    nlp.initialize()
+    get_bilm(nlp.get_pipe("elmo").model).to("meta")
+    texts = ["The bank of the river was muddy.", "one", "A longer text. It has two sentences, and a comma!"] * 2
+    with no_host_sync() as copies_back:
+        docs = list(nlp.pipe(texts, batch_size=3))
+    assert [doc._.elmo.layers.shape for doc in docs] == [(3, len(doc), 32) for doc in docs]
+    assert sum(shape[0] for shape in copies_back) == 8  # sentences
+    assert all(shape[1:2] + shape[3:] == (3, 32) for shape in copies_back)

@@ -5,8 +5,10 @@ import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.pretraining.language_model import BiLMLanguageModel, n_predictions, target_ids
-from spacy_elmo.pretraining.softmax import LMSoftmax
+from spacy_elmo.pretraining.softmax import LMSoftmax, LogUniformSampler
 from spacy_elmo.pretraining.vocab import Vocabulary
+
+from ..sync_checks import no_host_sync
 
 SENTENCES = [["the", "cat", "sat", "down"], ["a", "dog"], ["the", "end", "of", "it", "all"]]
 
@@ -73,3 +75,18 @@ def test_both_directions_train_the_shared_character_cnn_and_softmax(fixture_bilm
     for direction in (0, 1):
         char_cnn, softmax, own_lstm, other_lstm = grads[direction]
         assert char_cnn > 0 and softmax > 0 and own_lstm > 0 and other_lstm == 0
+
+
+def test_the_language_model_s_forward_and_backward_do_not_synchronise(fixture_bilm):
+    """On meta, a stand-in GPU, a step takes a GPU's paths (no CPU threads, GPU-sized
+    softmax chunks) and never reads the device: the host prepared the batch."""
+    model, vocab = _model(fixture_bilm)
+    model = model.to("meta").train()
+    for candidates in (None, LogUniformSampler(len(vocab), 4).sample()):
+        batch = model.prepare(batch_to_char_ids(SENTENCES), target_ids(SENTENCES, vocab))
+        with no_host_sync() as copies_back:
+            nll = model(batch.to("meta"), None, None if candidates is None else candidates.to("meta"))
+            nll.sum().backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            assert (torch.isfinite(norm) & torch.isfinite(nll).all()).device.type == "meta"
+        assert copies_back == [] and model.softmax.weight.grad.device.type == "meta"

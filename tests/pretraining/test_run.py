@@ -273,6 +273,19 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(tmp_path, tiny_text, ca
     assert skipped == [f"⚠ step {n}: non-finite loss or gradient, step skipped ({n} in a row)" for n in (1, 2, 3)]
 
 
+def test_non_finite_steps_between_log_lines_are_found_at_the_next_one(tmp_path, tiny_text, capsys):
+    """Steps do not wait for the device: their figures are read at log lines and checkpoints,
+    so the run stops at step 5's log line and names the step that made it stop."""
+    config = fast_config(
+        tiny_text, training__gradient_scale=3e38, training__max_nonfinite_steps=3, training__max_steps=20,
+        training__log_every=5,
+    )
+    with pytest.raises(TrainingError, match=r"not finite for 3 steps in a row \(last at step 3\)"):
+        pretrain(config, tmp_path / "out")
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "non-finite" in line]
+    assert warnings == [f"⚠ step {n}: non-finite loss or gradient, step skipped ({n} in a row)" for n in (1, 2, 3)]
+
+
 def test_existing_runs_and_checkpoints_errors(tmp_path, tiny_text):
     output_dir = tmp_path / "out"
     with pytest.raises(CheckpointError, match="No checkpoint at"):

@@ -3,16 +3,17 @@
 Also how sentences are batched for it (by length, so batches carry little
 padding) and how it gathers rows (with a gradient that is the same on every run).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, List, Optional, Sequence, Sized, Union
 
 import torch
 from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder, TokenVectorCache
-from .char_ids import BYTE_IDS, ByteIds, distinct_rows
-from .dictionary_ids import DictionaryIds
-from .lstm import BiLstmStack, DistinctInputs, PackingPlan
+from .char_ids import BYTE_IDS
+from .devices import to_device
+from .host_batch import HostBatch, TokenIds
+from .lstm import BiLstmStack, DistinctInputs
 from .options import BiLMOptions
 
 
@@ -90,17 +91,29 @@ class ElmoBiLM(nn.Module):
     ELMoForManyLangs model's vocabularies.
     """
 
-    def __init__(self, options: BiLMOptions, token_ids: Union[ByteIds, DictionaryIds] = BYTE_IDS) -> None:
+    def __init__(self, options: BiLMOptions, token_ids: TokenIds = BYTE_IDS) -> None:
         super().__init__()
         self.options = options
         self.token_ids = token_ids
         self.char_encoder = CharacterEncoder(options, pad_id=token_ids.pad_id, word_columns=token_ids.word_columns)
         self.lstm = BiLstmStack(options)
-        self.register_buffer("boundary_ids", torch.tensor(token_ids.boundary_rows), persistent=False)
 
     def ids_of(self, sentences: Sequence[Sequence[str]]) -> Tensor:
         """The input of :meth:`forward` for tokenised sentences (on the CPU)."""
         return self.token_ids.batch(sentences)
+
+    def host_batch(self, char_ids: Tensor) -> HostBatch:
+        """What the host finds in a batch of ids (:meth:`ids_of`) before the copy to the device."""
+        return HostBatch.of(char_ids, self.token_ids)
+
+    @property
+    def boundary_ids(self) -> Tensor:
+        """The ids of ``<S>`` and ``</S>``, *Shape:* ``(2, token_width)``."""
+        return torch.tensor(self.token_ids.boundary_rows)
+
+    @property
+    def device(self) -> torch.device:
+        return self.lstm.biases[0].device
 
     @property
     def n_output_layers(self) -> int:
@@ -121,98 +134,62 @@ class ElmoBiLM(nn.Module):
         self.lstm.weights_changed()
 
     def forward(
-        self, char_ids: Tensor, *, token_cache: Optional[TokenVectorCache] = None, precision: str = "fp32",
+        self, char_ids: Union[Tensor, HostBatch], *, token_cache: Optional[TokenVectorCache] = None,
+        precision: str = "fp32",
     ) -> BiLMOutput:
-        """Encode a batch of sentences (boundary tokens are added here).
+        """Encode a batch of sentences (boundary tokens are added here) on the model's device.
 
         :param char_ids: *Shape:* ``(batch, max_tokens, token_width)`` (50 character
-            ids; see :meth:`ids_of`), int64, tokens left-aligned, all-zero rows for
-            padded tokens.
+            ids; see :meth:`ids_of`), tokens left-aligned, all-zero rows for padded
+            tokens, on the host (ids on a device are read back first: a
+            synchronisation); or their :meth:`host_batch`.
         :param token_cache: in prediction, look up the token vectors of words
             seen before instead of running the character CNN.
         :param precision: "fp32", or "int8" (opt-in): in prediction on an x86
             CPU, the LSTM's large products in int8 (:mod:`.lstm.int8_products`).
         """
-        batch, max_tokens = char_ids.shape[:2]
-        mask = (char_ids > 0).any(dim=2)
-        lengths = mask.sum(dim=1)
-        if batch == 0 or max_tokens == 0:
-            empty = self.lstm.biases[0].new_zeros((batch, self.n_output_layers, max_tokens, self.output_dim))
-            return BiLMOutput(empty, mask)
-        encoding = self.encode_packed(char_ids, mask, lengths, token_cache=token_cache, precision=precision)
-        return BiLMOutput(self.unpack(encoding, lengths, max_tokens), mask)
+        batch = char_ids if isinstance(char_ids, HostBatch) else self.host_batch(char_ids)
+        n_sentences, max_tokens = batch.mask.shape
+        if n_sentences == 0 or max_tokens == 0:
+            empty = self.lstm.biases[0].new_zeros((n_sentences, self.n_output_layers, max_tokens, self.output_dim))
+            return BiLMOutput(empty, to_device(batch.mask, self.device))
+        if token_cache is not None and batch.lookup is None:
+            batch = replace(batch, lookup=token_cache.lookup(self.char_encoder, batch.tokens.ids.numpy()))
+        batch = batch.to(self.device)
+        encoding = self.encode_packed(batch, token_cache=token_cache, precision=precision)
+        return BiLMOutput(self.unpack(encoding, batch), batch.mask)
 
     def encode_packed(
-        self,
-        char_ids: Tensor,
-        mask: Tensor,
-        lengths: Tensor,
-        *,
-        token_cache: Optional[TokenVectorCache] = None,
-        precision: str = "fp32",
+        self, batch: HostBatch, *, token_cache: Optional[TokenVectorCache] = None, precision: str = "fp32",
     ) -> PackedEncoding:
-        """Run the character encoder and the LSTMs; outputs stay packed.
+        """Run the character encoder and the LSTMs over `batch` (on the model's device);
+        outputs stay packed.
 
         The forward direction covers positions ``0 .. n`` and the backward
         direction ``n + 1 .. 1`` of each ``<S> w_1 .. w_n </S>``: exactly what the
         output layers and the LM objective (predict the next / previous word) need.
         """
-        device = char_ids.device
-        token_vectors, token_index = self._token_vectors(char_ids, mask, token_cache)
-        n_steps = lengths + 1
-        sorted_order = torch.argsort(n_steps, descending=True, stable=True)
-        sorted_steps = n_steps[sorted_order]
-        plan = PackingPlan.from_sorted_lengths(sorted_steps.tolist())
-        time = torch.arange(len(plan.batch_sizes), device=device)
-        step_t, sorted_row = (time[:, None] < sorted_steps[None, :]).nonzero(as_tuple=True)
-        rows = sorted_order[sorted_row]
-        forward_positions = step_t
-        backward_positions = lengths[rows] + 1 - step_t
-        input_index = torch.stack([token_index[rows, forward_positions], token_index[rows, backward_positions]])
+        if token_cache is not None and batch.lookup is not None:
+            token_vectors = token_cache.vectors(self.char_encoder, batch.lookup)
+        else:
+            token_vectors = self.char_encoder(batch.tokens)
+        index = batch.input_index
         # One gather per direction: in training a repeated token's gradient sums in the same order as ever.
-        inputs = torch.stack([select_rows(token_vectors, input_index[0]), select_rows(token_vectors, input_index[1])])
-        layers, _ = self.lstm(inputs, plan, None, DistinctInputs(token_vectors, input_index), precision=precision)
+        inputs = torch.stack([select_rows(token_vectors, index[0]), select_rows(token_vectors, index[1])])
+        layers, _ = self.lstm(inputs, batch.plan, None, DistinctInputs(token_vectors, index), precision=precision)
         return PackedEncoding(
-            layers=layers, rows=rows, forward_positions=forward_positions,
-            backward_positions=backward_positions, token_vectors=token_vectors, token_index=token_index,
+            layers=layers, rows=batch.rows, forward_positions=batch.positions[0],
+            backward_positions=batch.positions[1], token_vectors=token_vectors, token_index=batch.token_index,
         )
 
-    def _token_vectors(self, char_ids: Tensor, mask: Tensor, token_cache: Optional[TokenVectorCache]):
-        """Token vectors of each distinct token string, and where each position's is.
-
-        :returns: vectors *Shape:* ``(n_distinct, projection_dim)`` and an index
-            *Shape:* ``(batch, max_tokens + 2)`` over ``<S> tokens... </S>``.
-        """
-        batch, max_tokens = mask.shape
-        ids = torch.cat([self.boundary_ids, char_ids[mask]])
-        distinct, inverse = distinct_rows(ids)
-        if token_cache is None:
-            token_vectors = self.char_encoder(distinct)
-        else:
-            token_vectors = token_cache.token_vectors(self.char_encoder, distinct)
-        token_index = inverse.new_full((batch, max_tokens + 2), int(inverse[1]))
-        token_index[:, 0] = inverse[0]
-        token_index[:, 1:-1][mask] = inverse[2:]
-        return token_vectors, token_index
-
-    def unpack(self, encoding: PackedEncoding, lengths: Tensor, max_tokens: int) -> Tensor:
+    def unpack(self, encoding: PackedEncoding, batch: HostBatch) -> Tensor:
         """Gather the packed outputs into ``(batch, L + 1, max_tokens, 2 * proj)``."""
-        batch = lengths.shape[0]
-        n_rows = encoding.rows.shape[0]
-        device = lengths.device
-        token_mask = torch.arange(max_tokens, device=device)[None, :] < lengths[:, None]
-        halves = []
-        for positions in (encoding.forward_positions, encoding.backward_positions):
-            # Packed row of each (sentence, position); n_rows points at a zero row.
-            where = torch.full((batch, max_tokens + 2), n_rows, device=device, dtype=torch.long)
-            where[encoding.rows, positions] = torch.arange(n_rows, device=device)
-            # Boundary outputs (</S> backward, for one) must not land on padding.
-            halves.append(where[:, 1 : max_tokens + 1].masked_fill(~token_mask, n_rows))
+        places = batch.output_index  # n_rows (past the packed rows) points at a zero row
         zero = encoding.layers[0].new_zeros((2, 1, encoding.layers[0].shape[2]))
-        tokens = select_rows(encoding.token_vectors, encoding.token_index[:, 1 : max_tokens + 1])
-        tokens = tokens * token_mask.unsqueeze(2).to(tokens.dtype)
+        tokens = select_rows(encoding.token_vectors, encoding.token_index[:, 1:-1])
+        tokens = tokens * batch.mask.unsqueeze(2).to(tokens.dtype)
         layers = [torch.cat([tokens, tokens], dim=2)]
         for packed in encoding.layers:
             padded = torch.cat([packed, zero], dim=1)
-            layers.append(torch.cat([select_rows(padded[0], halves[0]), select_rows(padded[1], halves[1])], dim=2))
+            layers.append(torch.cat([select_rows(padded[0], places[0]), select_rows(padded[1], places[1])], dim=2))
         return torch.stack(layers, dim=1)

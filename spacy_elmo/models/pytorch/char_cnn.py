@@ -1,5 +1,6 @@
 """Context-independent token vectors: char embedding -> CNN -> highway -> projection
-(with, for an ELMoForManyLangs model, a word embedding beside the highway's output).
+(with, for an ELMoForManyLangs model, a word embedding beside the highway's output);
+tokens convolved in groups by length (:mod:`.token_groups`).
 
 :class:`TokenVectorCache`: the token layer gives a word the same vector wherever
 it occurs, so in prediction a word seen before needs no CNN: its vector is
@@ -11,22 +12,21 @@ update torch cannot see), empties it before use.
 """
 import weakref
 from collections import OrderedDict
-from typing import List, Optional, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Tuple, Union
 
+import numpy
 import torch
 from torch import Tensor, nn
 
 from .char_ids import PAD_CHAR
+from .devices import DeviceLike, autocast_enabled, to_device
 from .options import BiLMOptions
 from .prepacked_linear import PrepackedWeights
+from .token_groups import GroupedTokens
 
 # Above this many distinct tokens MKL multiplies the highway matrices faster.
 _PREPACKED_MAX_ROWS = 256
-# Tokens are convolved in groups by length (characters with <bow> and <eow>):
-# a group reads only the windows that touch its longest token's characters.
-_GROUP_MAX_CHARS = (8, 12, 16, 24)
-
-
 class CharacterEncoder(nn.Module):
     """Turns the character ids of each token into one token vector.
 
@@ -92,11 +92,20 @@ class CharacterEncoder(nn.Module):
                 nn.init.normal_(self.projection.weight, 0.0, (1.0 / self.projection.in_features) ** 0.5)
                 nn.init.zeros_(self.projection.bias)
 
-    def forward(self, char_ids: Tensor) -> Tensor:
-        """:param char_ids: *Shape:* ``(n_tokens, word_columns + max_chars)``, int64.
-        :returns: token vectors, *Shape:* ``(n_tokens, projection_dim)``.
+    def grouped(self, char_ids: Tensor) -> GroupedTokens:
+        """`char_ids` with their groups by length, on their device (ids on a device are
+        read back to the host first: a synchronisation, which callers avoid by grouping the
+        host's ids with :meth:`GroupedTokens.of`)."""
+        host = char_ids.cpu().numpy()
+        return GroupedTokens.of(host, pad_id=self.pad_id, word_columns=self.word_columns).to(char_ids.device)
+
+    def forward(self, char_ids: Union[Tensor, GroupedTokens]) -> Tensor:
+        """:param char_ids: *Shape:* ``(n_tokens, word_columns + max_chars)``, integer; or
+            the same grouped by length on the host.
+        :returns: token vectors, *Shape:* ``(n_tokens, projection_dim)``, in the order of the ids.
         """
-        features = self._filter_features(char_ids[:, self.word_columns :])
+        tokens = char_ids if isinstance(char_ids, GroupedTokens) else self.grouped(char_ids)
+        features = self._filter_features(tokens)
         width = features.shape[1]
         for k, (weight, bias) in enumerate(zip(self.highway_weights, self.highway_biases)):
             projected = self._prepacked.matmul(features, weight, (k,), bias=bias, max_rows=_PREPACKED_MAX_ROWS)
@@ -106,12 +115,12 @@ class CharacterEncoder(nn.Module):
             gate = torch.sigmoid(projected[:, width:])
             features = gate * transform + (1.0 - gate) * features
         if self.word_embedding is not None:
-            features = torch.cat([nn.functional.embedding(char_ids[:, 0], self.word_embedding), features], dim=1)
+            features = torch.cat([nn.functional.embedding(tokens.ids[:, 0], self.word_embedding), features], dim=1)
         if self.projection is not None:
             features = self.projection(features)
         return features
 
-    def _filter_features(self, char_ids: Tensor) -> Tensor:
+    def _filter_features(self, char_ids: Union[Tensor, GroupedTokens]) -> Tensor:
         """Every filter bank's max-pooled response, with no work on padding.
 
         A window that lies wholly in padding gives the same response for every
@@ -120,33 +129,28 @@ class CharacterEncoder(nn.Module):
         longest token's characters; the max over those and the padding response
         is the max over all positions.
 
-        :returns: *Shape:* ``(n_tokens, n_filters)``, in the order of ``char_ids``.
+        :returns: *Shape:* ``(n_tokens, n_filters)``, in the order of the ids.
         """
-        n_chars = (char_ids != self.pad_id).sum(dim=1)
-        sorted_n_chars, order = torch.sort(n_chars, stable=True)
-        bounds = torch.searchsorted(
-            sorted_n_chars, torch.tensor(_GROUP_MAX_CHARS, device=n_chars.device), right=True
-        ).tolist()
+        tokens = char_ids if isinstance(char_ids, GroupedTokens) else self.grouped(char_ids)
+        char_columns = tokens.ids[:, self.word_columns :]
+        sorted_ids = char_columns if tokens.order is None else char_columns.index_select(0, tokens.order)
         padding = self._padding_responses()
-        sorted_ids = char_ids.index_select(0, order)
         groups, start = [], 0
-        for end in [*bounds, len(order)]:
-            if end > start:
-                longest = int(sorted_n_chars[end - 1])
-                chars = nn.functional.embedding(sorted_ids[start:end], self.char_embedding)
-                groups.append(
-                    torch.cat(
-                        [self._max_pooled(chars, longest, conv, pad) for conv, pad in zip(self.convolutions, padding)],
-                        dim=1,
-                    )
+        for end, longest in zip(tokens.ends, tokens.longest):
+            chars = nn.functional.embedding(sorted_ids[start:end], self.char_embedding)
+            groups.append(
+                torch.cat(
+                    [self._max_pooled(chars, longest, conv, pad) for conv, pad in zip(self.convolutions, padding)],
+                    dim=1,
                 )
+            )
             start = end
         if len(groups) == 1:
             features = groups[0]
         else:
             features = torch.cat(groups) if groups else self.char_embedding.new_zeros((0, self.n_filters))
-        if len(order) > 1:
-            features = features.index_select(0, torch.argsort(order))
+        if tokens.restore is not None:
+            features = features.index_select(0, tokens.restore)
         return features
 
     def _padding_responses(self) -> List[Tensor]:
@@ -187,8 +191,38 @@ class CharacterEncoder(nn.Module):
 _FIRST_CAPACITY = 1024
 
 
+@dataclass(frozen=True)
+class CacheLookup:
+    """What the host found in a :class:`TokenVectorCache` for a batch's distinct tokens.
+
+    ``hit_rows``: the rows it holds, ``hit_slots`` where; ``misses``: the other rows'
+    ids, grouped for the encoder, and ``miss_rows`` which rows they are;
+    ``stored_slots``: where the vectors of the last ``len(stored_slots)`` misses go;
+    ``capacity``: the slots the cache needs. Index tensors *Shape:* ``(n,)``, int32.
+    """
+
+    n_tokens: int
+    hit_rows: Tensor
+    hit_slots: Tensor
+    misses: GroupedTokens
+    miss_rows: Tensor
+    stored_slots: Tensor
+    capacity: int
+
+    def to(self, device: DeviceLike) -> "CacheLookup":
+        return CacheLookup(
+            self.n_tokens, to_device(self.hit_rows, device), to_device(self.hit_slots, device),
+            self.misses.to(device), to_device(self.miss_rows, device), to_device(self.stored_slots, device),
+            self.capacity,
+        )
+
+
 class TokenVectorCache:
     """Token vectors *Shape:* ``(projection_dim,)`` keyed by a word's ids (its 50 character ids).
+
+    The keys live on the host: :meth:`lookup` finds a batch's words among them from
+    the host's ids, before the copy to the device, and :meth:`vectors` does the
+    device's part (gather, compute the misses, keep them) without reading anything back.
 
     :param max_words: the most words kept (0: no caching).
     """
@@ -215,16 +249,26 @@ class TokenVectorCache:
     def token_vectors(self, encoder: CharacterEncoder, char_ids: Tensor) -> Tensor:
         """``encoder(char_ids)``, computing only the words not seen before.
 
-        :param char_ids: *Shape:* ``(n_words, token_width)``, distinct rows.
+        :param char_ids: *Shape:* ``(n_words, token_width)``, distinct rows (read on the
+            host: ids on a device are copied back first).
         :returns: *Shape:* ``(n_words, projection_dim)``.
 
         Only for prediction: the result carries no gradient.
         """
+        lookup = self.lookup(encoder, char_ids.cpu().numpy())
+        if lookup is None:
+            return encoder(char_ids)
+        return self.vectors(encoder, lookup.to(char_ids.device))
+
+    def lookup(self, encoder: CharacterEncoder, ids: numpy.ndarray) -> Optional[CacheLookup]:
+        """The host's part: which of the distinct rows `ids` *Shape:* ``(n_words, token_width)``
+        the cache holds, and the slots of the new ones (the least recently used words
+        leave first); ``None`` where it does not serve (gradients, ``max_words`` 0)."""
         if self.max_words == 0 or torch.is_grad_enabled() or any(p.is_inference() for p in encoder.parameters()):
             # Inference tensors (weights made under inference_mode) have no version counter to watch.
-            return encoder(char_ids)
+            return None
         self._serve(encoder)
-        keys = [row.tobytes() for row in char_ids.to(torch.int32).cpu().numpy()]
+        keys = [row.tobytes() for row in ids.astype(numpy.int32)]
         hit_rows, hit_slots, miss_rows = [], [], []
         for row, key in enumerate(keys):
             slot = self._slots.get(key)
@@ -236,26 +280,47 @@ class TokenVectorCache:
                 hit_slots.append(slot)
         self.hits += len(hit_rows)
         self.misses += len(miss_rows)
-        if not hit_rows:
-            computed = encoder(char_ids)
-            self._store([keys[row] for row in miss_rows], computed)
-            return computed
-        device = char_ids.device
-        assert self._vectors is not None
-        vectors = self._vectors.new_empty((len(keys), self._vectors.shape[1]))
-        vectors[torch.tensor(hit_rows, device=device)] = self._vectors[torch.tensor(hit_slots, device=device)]
-        if miss_rows:
-            misses = torch.tensor(miss_rows, device=device)
-            computed = encoder(char_ids.index_select(0, misses))
-            vectors[misses] = computed
-            self._store([keys[row] for row in miss_rows], computed)
+        stored_slots = []
+        for row in miss_rows[-self.max_words :]:
+            if len(self._slots) < self.max_words:
+                slot = len(self._slots)
+            else:
+                _, slot = self._slots.popitem(last=False)
+            self._slots[keys[row]] = slot
+            stored_slots.append(slot)
+        misses = GroupedTokens.of(ids[miss_rows], pad_id=encoder.pad_id, word_columns=encoder.word_columns)
+        return CacheLookup(
+            len(keys), _int32(hit_rows), _int32(hit_slots), misses, _int32(miss_rows), _int32(stored_slots),
+            len(self._slots),
+        )
+
+    def vectors(self, encoder: CharacterEncoder, lookup: CacheLookup) -> Tensor:
+        """The device's part: the looked-up words' vectors *Shape:* ``(n_words, projection_dim)``,
+        the cached ones gathered, the new ones computed and kept."""
+        try:
+            if len(lookup.hit_rows) == 0:
+                vectors = computed = encoder(lookup.misses)
+            else:
+                assert self._vectors is not None
+                vectors = self._vectors.new_empty((lookup.n_tokens, self._vectors.shape[1]))
+                vectors[lookup.hit_rows] = self._vectors[lookup.hit_slots]
+                if len(lookup.miss_rows):
+                    computed = encoder(lookup.misses)
+                    vectors[lookup.miss_rows] = computed
+            if len(lookup.stored_slots):
+                self._reserve(lookup.capacity, computed)
+                assert self._vectors is not None
+                self._vectors[lookup.stored_slots] = computed[len(computed) - len(lookup.stored_slots) :]
+        except BaseException:
+            self.clear()  # the keys were given slots whose vectors never came
+            raise
         return vectors
 
     def _serve(self, encoder: CharacterEncoder) -> None:
         """Empty the cache unless it holds vectors of this encoder's current weights."""
         fingerprint = (
             encoder.generation,
-            torch.is_autocast_enabled(next(encoder.parameters()).device.type),
+            autocast_enabled(next(encoder.parameters()).device.type),
             tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in encoder.parameters()),
         )
         current = self._encoder() if self._encoder is not None else None
@@ -263,21 +328,6 @@ class TokenVectorCache:
             self.clear()
             self._encoder = weakref.ref(encoder)
             self._fingerprint = fingerprint
-
-    def _store(self, keys: List[bytes], vectors: Tensor) -> None:
-        """Add new words, reusing the least recently used slots when full."""
-        keys, vectors = keys[-self.max_words :], vectors[-self.max_words :]
-        slots = []
-        for key in keys:
-            if len(self._slots) < self.max_words:
-                slot = len(self._slots)
-            else:
-                _, slot = self._slots.popitem(last=False)
-            self._slots[key] = slot
-            slots.append(slot)
-        self._reserve(len(self._slots), vectors)
-        assert self._vectors is not None
-        self._vectors[torch.tensor(slots, device=vectors.device)] = vectors
 
     def _reserve(self, n_slots: int, like: Tensor) -> None:
         """Room for ``n_slots`` vectors like ``like``'s rows, doubling up to ``max_words``."""
@@ -291,3 +341,7 @@ class TokenVectorCache:
     def __reduce__(self):
         # A copy (another process, a deep copy) starts empty.
         return (TokenVectorCache, (self.max_words,))
+
+
+def _int32(values: List[int]) -> Tensor:
+    return torch.tensor(values, dtype=torch.int32)

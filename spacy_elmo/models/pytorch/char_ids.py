@@ -14,7 +14,8 @@ MAX_BYTES_PER_TOKEN = MAX_CHARS_PER_TOKEN - 2
 BOS_CHAR, EOS_CHAR = 256, 257
 BOW_CHAR, EOW_CHAR, PAD_CHAR = 258, 259, 260
 BOS_TOKEN, EOS_TOKEN = "<S>", "</S>"
-_INT16_MAX = 32767
+INT16_MAX = 32767
+INT32_MAX = 2**31 - 1
 
 
 def _row(payload: Sequence[int]) -> Tuple[int, ...]:
@@ -74,23 +75,24 @@ def distinct_rows(char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """``torch.unique(char_ids, dim=0, return_inverse=True)``: the distinct rows in
     ascending (lexicographic) order and each row's place among them.
 
-    On the CPU the rows are compared as byte strings: the ids (0 .. 261) are
-    written as big-endian 16-bit integers, whose bytes sort as their values do,
-    and NumPy sorts fixed-size byte strings about 5x faster than torch finds
-    unique rows. Ids outside 0 .. 32767 would not fit
-    and go through ``torch.unique``.
+    On the host (a CPU tensor) the rows are compared as byte strings: the ids are
+    written as big-endian 16-bit integers (32-bit where one needs it), whose bytes
+    sort as their values do, and NumPy sorts fixed-size byte strings about 5x faster
+    than torch finds unique rows; no torch op runs. Rows on a device, or with
+    negative ids, go through ``torch.unique``.
 
-    :param char_ids: *Shape:* ``(n_rows, 50)``, integer.
-    :returns: the distinct rows *Shape:* ``(n_distinct, 50)`` and the inverse
+    :param char_ids: *Shape:* ``(n_rows, width)``, integer.
+    :returns: the distinct rows *Shape:* ``(n_distinct, width)`` and the inverse
         *Shape:* ``(n_rows,)``, int64.
     """
     if char_ids.device.type == "cpu" and char_ids.shape[0] > 0:
-        low, high = torch.aminmax(char_ids)
-        if int(low) >= 0 and int(high) <= _INT16_MAX:
-            big_endian = numpy.ascontiguousarray(char_ids.numpy().astype(">i2"))
-            keys = big_endian.view(numpy.dtype((numpy.void, big_endian.shape[1] * 2))).ravel()
+        ids = char_ids.numpy()
+        high = ids.max()
+        if ids.min() >= 0 and high <= INT32_MAX:
+            big_endian = numpy.ascontiguousarray(ids.astype(">i2" if high <= INT16_MAX else ">i4"))
+            keys = big_endian.view(numpy.dtype((numpy.void, big_endian.shape[1] * big_endian.itemsize))).ravel()
             _, first, inverse = numpy.unique(keys, return_index=True, return_inverse=True)
-            return char_ids[torch.from_numpy(first)], torch.from_numpy(inverse.astype(numpy.int64, copy=False))
+            return torch.from_numpy(ids[first]), torch.from_numpy(inverse.astype(numpy.int64, copy=False))
     return torch.unique(char_ids, dim=0, return_inverse=True)
 
 

@@ -1,10 +1,12 @@
 """The reference implementations' stateful mode, replayed on an ElmoBiLM for the parity tests."""
+from dataclasses import replace
 from typing import List, Optional
 
 import torch
 from torch import Tensor
 
 from spacy_elmo.models.pytorch.bilm import BiLMOutput, ElmoBiLM, PackedEncoding, select_rows
+from spacy_elmo.models.pytorch.host_batch import output_places
 from spacy_elmo.models.pytorch.lstm import DistinctInputs, LstmState, PackingPlan
 
 
@@ -59,9 +61,11 @@ class StatefulBiLM:
         also run: the forward step at ``</S>`` and the backward one at ``<S>``.
         """
         bilm = self.bilm
-        mask = (char_ids > 0).any(dim=2)
+        batch = bilm.host_batch(char_ids)
+        mask = batch.mask
         lengths = mask.sum(dim=1)
-        token_vectors, token_index = bilm._token_vectors(char_ids, mask, None)
+        token_vectors = bilm.char_encoder(batch.tokens.to(bilm.device))
+        token_index = batch.token_index.long()
         n_steps = lengths + 2
         sorted_order = torch.argsort(n_steps, descending=True, stable=True)
         sorted_steps = n_steps[sorted_order]
@@ -77,4 +81,5 @@ class StatefulBiLM:
         encoding = PackedEncoding(layers, rows, step_t, backward_positions, token_vectors, token_index)
         restore = torch.argsort(sorted_order)
         final_state = [(h[:, restore], c[:, restore]) for h, c in final_state]
-        return BiLMOutput(bilm.unpack(encoding, lengths, char_ids.shape[1]), mask), final_state
+        places = output_places(rows.numpy(), torch.stack([step_t, backward_positions]).numpy(), mask.numpy())
+        return BiLMOutput(bilm.unpack(encoding, replace(batch, output_index=torch.from_numpy(places))), mask), final_state

@@ -6,8 +6,11 @@ import pytest
 import torch
 
 from spacy_elmo.models.pytorch.bilm import ElmoBiLM, length_sorted_batches, select_rows
+from spacy_elmo.models.pytorch.char_cnn import TokenVectorCache
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
+
+from ...sync_checks import no_host_sync
 
 
 @pytest.fixture(scope="module")
@@ -133,12 +136,27 @@ def test_gradients_are_the_same_on_every_run():
         assert all(torch.equal(a, b) for a, b in zip(gradients[0], again))
 
 
+@pytest.mark.parametrize("cached", [False, True], ids=["no token cache", "token cache"])
+def test_prediction_does_not_synchronise(fixture_bilm, sentences, cached):
+    """The host finds what depends on the ids (lengths, packing, distinct tokens, the
+    cache's hits) before the copy: the device (meta, a stand-in GPU) is never asked."""
+    bilm = fixture_bilm.to("meta")
+    cache = TokenVectorCache(40) if cached else None
+    with torch.inference_mode(), no_host_sync() as copies_back:
+        for start in range(0, len(sentences), 6):
+            batch = sentences[start : start + 6]
+            output = bilm(bilm.ids_of(batch), token_cache=cache)
+            assert output.layers.shape == (len(batch), 3, max(map(len, batch)), 32)
+    assert copies_back == []
+    assert not cached or cache.hits > 0
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu(fixture_bilm, sentences):
     cpu = _encode(fixture_bilm, sentences).layers
     gpu_model = fixture_bilm.to("cuda")
     with torch.no_grad():
-        gpu = gpu_model(batch_to_char_ids(sentences).to("cuda")).layers.cpu()
+        gpu = gpu_model(batch_to_char_ids(sentences)).layers.cpu()
     torch.testing.assert_close(gpu, cpu, rtol=1e-4, atol=1e-4)
 
 

@@ -10,6 +10,8 @@ from spacy_elmo.models.pytorch.char_cnn import CharacterEncoder, TokenVectorCach
 from spacy_elmo.models.pytorch.char_ids import PAD_CHAR, batch_to_char_ids
 from spacy_elmo.models.pytorch.options import NAMED_SIZES
 
+from ...sync_checks import no_host_sync
+
 
 def _plain_features(encoder: CharacterEncoder, char_ids: torch.Tensor) -> torch.Tensor:
     """The definition: conv1d over every position, max, bias, activation."""
@@ -150,3 +152,14 @@ def test_no_caching_with_gradients_or_when_off(eval_encoder):
     assert len(off) == 0
     with pytest.raises(ValueError, match="max_words must be 0"):
         TokenVectorCache(-1)
+
+
+def test_the_cache_finds_words_on_the_host_and_never_asks_the_device(eval_encoder):
+    """The keys live on the host: on meta (a stand-in GPU) the vectors are gathered,
+    computed and kept without a value coming back."""
+    cache, encoder = TokenVectorCache(4), eval_encoder.to("meta")
+    with torch.inference_mode(), no_host_sync() as copies_back:
+        for words in (["the", "bank"], ["bank", "river", "the"], ["a", "b", "c", "d", "e"]):  # more words than room
+            lookup = cache.lookup(encoder, _ids(words).numpy())
+            assert cache.vectors(encoder, lookup.to("meta")).shape == (len(words), 16)
+    assert copies_back == [] and (cache.hits, cache.misses, len(cache)) == (2, 8, 4)

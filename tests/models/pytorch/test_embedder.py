@@ -8,6 +8,8 @@ import torch
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
 from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
 
+from ...sync_checks import no_host_sync
+
 SENTENCES = [s.split() for s in ("a b c d e", "f", "g h", "", "i j k l m n o p", "q r s")]
 
 
@@ -54,3 +56,15 @@ def test_by_default_a_sentence_over_256_tokens_is_read_whole_without_a_warning(f
         whole = fixture_bilm(batch_to_char_ids([words])).layers[0].numpy()
     numpy.testing.assert_allclose(array, whole, rtol=0, atol=1e-5)
     assert embedder.cut == []
+
+
+def test_embed_copies_back_only_each_batch_s_layers(fixture_bilm):
+    """On meta (a stand-in GPU) nothing waits for the device but the copy of each batch's
+    layers to the host, which is what `embed` yields."""
+    embedder = ElmoEmbedder(fixture_bilm, batch_size=2, max_batch_tokens=8, sort_window=2, device="meta")
+    with no_host_sync() as copies_back:
+        arrays = list(embedder.embed(SENTENCES * 2))
+    assert [a.shape[1] for a in arrays] == [len(s) for s in SENTENCES * 2]
+    assert sum(shape[0] for shape in copies_back) == len(SENTENCES) * 2  # sentences, not spans: none is long
+    assert all(shape[1:2] + shape[3:] == (3, 32) for shape in copies_back)
+    assert embedder.token_cache.hits > 0

@@ -17,10 +17,12 @@ finite anyway).
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
+import numpy
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from ..devices import to_device
 from .cell import Clips, LayerWeights, LstmState, PackingPlan
 from .threads import run_directions_in_threads
 
@@ -361,11 +363,10 @@ def _per_gate(gates: Tensor) -> Tensor:
 
 def _previous_rows(batch_sizes: Sequence[int], device: torch.device) -> Tensor:
     """For every packed row after the first step, the row of the same sequence one step
-    earlier, *Shape:* ``(n_rows - batch_sizes[0],)``."""
-    sizes = torch.tensor(batch_sizes)
-    n_rows = int(sizes.sum())
-    index = torch.arange(int(sizes[0]), n_rows) - sizes[:-1].repeat_interleave(sizes[1:])
-    return index.to(device, non_blocking=True)
+    earlier, *Shape:* ``(n_rows - batch_sizes[0],)`` (found on the host)."""
+    sizes = numpy.asarray(batch_sizes, dtype=numpy.int32)
+    index = numpy.arange(sizes[0], sizes.sum(), dtype=numpy.int32) - numpy.repeat(sizes[:-1], sizes[1:])
+    return to_device(torch.from_numpy(index), device)
 
 
 def _matmul(a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:

@@ -29,6 +29,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from ..devices import autocast_enabled
 from ..options import BiLMOptions
 from .cell import Clips, DistinctInputs, LayerWeights, LstmState, PackingPlan, reference_layer
 from .fused_layer import fused_layer, fused_layer_available, next_power_of_2
@@ -111,7 +112,7 @@ class BiLstmStack(nn.Module):
         )
         if not needs_grad:
             return "prediction"
-        return "reference" if torch.is_autocast_enabled(inputs.device.type) else "recurrence"
+        return "reference" if autocast_enabled(inputs.device.type) else "recurrence"
 
     def forward(
         self,
