@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from ..devices import to_device
 from .cell import Clips, LayerWeights, LstmState, PackingPlan
 from .recurrence import gate_weight_grads
 
@@ -73,7 +74,7 @@ def step_tables(plan: PackingPlan, device: torch.device) -> Tuple[Tensor, Tensor
             lengths[row] = t + 1
     h_offsets = [0] + [n_sequences + offset for offset in plan.offsets]
     tables = (plan.batch_sizes, plan.offsets, h_offsets, lengths)
-    return tuple(torch.tensor(table, dtype=torch.int32, device=device) for table in tables)  # type: ignore[return-value]
+    return tuple(to_device(torch.tensor(table, dtype=torch.int32), device) for table in tables)  # type: ignore[return-value]
 
 
 def fused_layer(
