@@ -75,7 +75,7 @@ def measure(
     stream = BatchStream(
         CorpusReader([corpus], TextSplitter(tokenizer="whitespace")),
         tokens_per_batch=tokens_per_step, shuffle_buffer=config.corpus.shuffle_buffer,
-        sort_window=config.training.sort_window, prefetch=False,  # the timed steps alone, no draw beside them
+        sort_window=config.training.sort_window,
     )
     for _ in range(warmup):
         trainer.train_step(stream.next_batch())

@@ -178,8 +178,8 @@ def encode_docs(
     )
     passes = []  # training: per group, the layers tensor and its backward pass
     for group in groups:
-        char_ids = bilm.ids_of([words[i] for i in group])  # on the host: the biLM copies what it needs
-        bilm_output, backprop_pass = shim(ArgsKwargs(args=(char_ids,), kwargs=bilm_kwargs), is_train)
+        batch = bilm.prepare([words[i] for i in group])  # on the host: the biLM copies what it needs
+        bilm_output, backprop_pass = shim(ArgsKwargs(args=(batch,), kwargs=bilm_kwargs), is_train)
         layers = torch2xp(bilm_output.layers, ops=ops)
         for row, i in enumerate(group):
             span = pending[i]

@@ -13,7 +13,7 @@ from ..errors import CheckpointError, ConfigError, one_line
 from ..models.pytorch.state_dicts import check_tensor
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
-from .batch_stream import BatchStream
+from .batch_worker import PreparedBatches
 from .progress import Progress
 from .run_directory import RunDirectory
 from .trainer import Trainer
@@ -81,14 +81,14 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
 
 
 def save_training_state(
-    path: Union[str, Path], *, trainer: Trainer, stream: BatchStream, progress: Progress,
+    path: Union[str, Path], *, trainer: Trainer, batches: PreparedBatches, progress: Progress,
     config: PretrainConfig, vocab: Vocabulary, origin: Dict[str, Any],
 ) -> None:
     """Gather every process's data position, random state and running sums to the
     main process, which writes them with the model, optimizer, config and `origin`
     (:func:`run_origin`) to `path`."""
     local = {
-        "stream": stream.state_dict(),
+        "stream": batches.state_dict(),
         "sampler": trainer.sampler.state_dict() if trainer.sampler is not None else None,
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state(trainer.device) if trainer.device.type == "cuda" else None,
@@ -127,7 +127,8 @@ def saved_sections(checkpoint: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def restore_training_state(
-    checkpoint: Dict[str, Any], path: Union[str, Path], *, trainer: Trainer, stream: BatchStream, progress: Progress
+    checkpoint: Dict[str, Any], path: Union[str, Path], *, trainer: Trainer, batches: PreparedBatches,
+    progress: Progress,
 ) -> None:
     """Put this process's part of `checkpoint` (read from `path`) back in place: the
     optimizer, data position, random state and running sums (the model's weights go
@@ -135,7 +136,7 @@ def restore_training_state(
     try:
         trainer.optimizer.load_state_dict(checkpoint["optimizer"])
         local = checkpoint["processes"][trainer.processes.rank]
-        stream.load_state_dict(local["stream"])
+        batches.load_state_dict(local["stream"])
         if trainer.sampler is not None:
             trainer.sampler.load_state_dict(local["sampler"])
         torch.set_rng_state(local["torch_rng"])

@@ -13,14 +13,13 @@ import torch
 
 from ..errors import InputError
 from ..models.loaders import find_model
-from ..models.pytorch.char_ids import batch_to_char_ids
 from ..named_models import NAMED_MODELS, is_downloaded, language_model_folder
 from .assembly import assemble_model
 from .batch_stream import batches_by_tokens
 from .config import PretrainConfig, parse_config
 from .corpus import Sentence, resolve_corpus_files
 from .default_config import default_config_text
-from .language_model import BiLMLanguageModel, n_predictions, target_ids
+from .language_model import BiLMLanguageModel, LMBatch, n_predictions
 from .precision import autocast, autocast_dtype
 from .processes import Processes
 from .run_directory import RunDirectory
@@ -47,7 +46,7 @@ def held_out_perplexity(
     totals = torch.zeros(3, dtype=torch.float64, device=device)
     for batch in batches_by_tokens(sorted(sentences, key=len), tokens_per_batch):
         with autocast(dtype, device):
-            nll = model(batch_to_char_ids(batch), target_ids(batch, vocab))  # on the host; the model copies them
+            nll = model(LMBatch.of_sentences(batch, model.bilm.token_ids, vocab))  # the model copies it to the device
         totals[:2] += nll.double()
         totals[2] += n_predictions(batch)
     nll_forward, nll_backward, n_tokens = processes.sum(totals).tolist()

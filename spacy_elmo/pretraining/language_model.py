@@ -1,6 +1,5 @@
 """The biLM training objective: joint forward + backward log-likelihood, one shared softmax."""
 from dataclasses import dataclass
-from itertools import chain
 from typing import Optional, Sequence, Tuple, Union
 
 import numpy
@@ -9,7 +8,7 @@ from torch import Tensor, nn
 
 from ..models.pytorch.bilm import ElmoBiLM, PackedEncoding
 from ..models.pytorch.devices import DeviceLike, to_device
-from ..models.pytorch.host_batch import HostBatch
+from ..models.pytorch.host_batch import BatchWords, HostBatch, TokenIds
 from .softmax import LMSoftmax, SampledCandidates
 from .vocab import Vocabulary
 
@@ -20,16 +19,20 @@ def target_ids(sentences: Sequence[Sequence[str]], vocab: Vocabulary) -> Tensor:
     *Shape:* ``(batch, max_tokens + 2)``, int64; column ``p`` is position ``p``
     of :class:`PackedEncoding`.
     """
-    lengths = numpy.array([len(s) for s in sentences], dtype=numpy.int64)
-    max_len = int(lengths.max()) if len(sentences) else 0
-    ids = numpy.zeros((len(sentences), max_len + 2), dtype=numpy.int64)
+    return torch.from_numpy(_target_ids(BatchWords.of(sentences), vocab))
+
+
+def _target_ids(words: BatchWords, vocab: Vocabulary) -> numpy.ndarray:
+    """:func:`target_ids` of the sentences whose words are `words` (each distinct word looked up once)."""
+    lengths = words.lengths
+    max_len = int(lengths.max(initial=0))
+    ids = numpy.zeros((len(lengths), max_len + 2), dtype=numpy.int64)
     ids[:, 0] = vocab.bos_id
-    words = numpy.arange(max_len)[None, :] < lengths[:, None]
-    ids[:, 1 : max_len + 1][words] = numpy.fromiter(
-        chain.from_iterable(vocab.ids(s) for s in sentences), dtype=numpy.int64, count=int(lengths.sum())
-    )
-    ids[numpy.arange(len(sentences)), lengths + 1] = vocab.eos_id
-    return torch.from_numpy(ids)
+    in_sentence = numpy.arange(max_len)[None, :] < lengths[:, None]
+    word_ids = numpy.array(vocab.ids(words.words), dtype=numpy.int64)
+    ids[:, 1 : max_len + 1][in_sentence] = word_ids[words.places]
+    ids[numpy.arange(len(lengths)), lengths + 1] = vocab.eos_id
+    return ids
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,17 @@ class LMBatch:
     @classmethod
     def of(cls, batch: HostBatch, targets: Tensor) -> "LMBatch":
         """:param targets: the sentences' :func:`target_ids`, on the host."""
-        words = targets.cpu().numpy()
+        return cls._of_ids(batch, targets.cpu().numpy())
+
+    @classmethod
+    def of_sentences(cls, sentences: Sequence[Sequence[str]], token_ids: TokenIds, vocab: Vocabulary) -> "LMBatch":
+        """The batch of tokenised `sentences` for a biLM reading `token_ids`: each distinct
+        word's ids and vocabulary id are found once (the same batch as :meth:`of`)."""
+        words = BatchWords.of(sentences)
+        return cls._of_ids(HostBatch.of_words(words, token_ids), _target_ids(words, vocab))
+
+    @classmethod
+    def _of_ids(cls, batch: HostBatch, words: numpy.ndarray) -> "LMBatch":
         rows, positions = batch.rows.numpy(), batch.positions.numpy()
         predicted = numpy.stack([words[rows, positions[0] + 1], words[rows, positions[1] - 1]])
         return cls(batch, torch.from_numpy(predicted.astype(numpy.int32)))

@@ -13,7 +13,7 @@ from ..messages import warn
 from ..sigterm import raise_if_terminated
 from .checkpoint import save_training_state
 from .config import PretrainConfig
-from .batch_stream import BatchStream
+from .batch_worker import PreparedBatches
 from .corpus import Sentence
 from .evaluation import held_out_perplexity
 from .metrics import plot_perplexity
@@ -39,7 +39,7 @@ class TrainingLoop:
     config: PretrainConfig
     directory: RunDirectory
     trainer: Trainer
-    stream: BatchStream
+    batches: PreparedBatches
     progress: Progress
     vocab: Vocabulary
     max_steps: int
@@ -75,7 +75,7 @@ class TrainingLoop:
             while progress.step < self.max_steps:
                 raise_if_terminated()
                 trainer.set_learn_rate(progress.step, self.max_steps)
-                progress.add(trainer.train_step(self.stream.next_batch()))
+                progress.add(trainer.step(trainer.with_negatives(self.batches.next_step())))
                 self.stepped = True
                 bar.update(1)
                 step = progress.step
@@ -128,7 +128,7 @@ class TrainingLoop:
         """Checkpoint, export the model and plot the metrics (weights that are not finite are not saved)."""
         self._check_weights(last_checkpoint)
         save_training_state(
-            self.directory.checkpoint, trainer=self.trainer, stream=self.stream, progress=self.progress,
+            self.directory.checkpoint, trainer=self.trainer, batches=self.batches, progress=self.progress,
             config=self.config, vocab=self.vocab, origin=self.origin,
         )
         if self.processes.is_main:

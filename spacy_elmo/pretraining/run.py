@@ -21,6 +21,7 @@ from .assembly import GROWABLE, assemble_model, growth
 from .checkpoint import check_vocabulary, load_checkpoint, restore_training_state
 from .config import PretrainConfig, parse_config
 from .batch_stream import BatchStream
+from .batch_worker import PreparedBatches
 from .corpus import Sentence, corpus_root, resolve_corpus_files
 from .default_config import default_config_text
 from .language_model import BiLMLanguageModel
@@ -161,10 +162,13 @@ class PretrainRun:
             shuffle_buffer=config.corpus.shuffle_buffer, sort_window=training.sort_window,
             seed=[config.seed, processes.rank, 2],
         )
+        batches = PreparedBatches(stream, model.bilm.token_ids, vocab)
         torch.manual_seed(config.seed * 7919 + processes.rank + 1)  # dropout differs per process
         progress = Progress(device=trainer.device)
         if checkpoint is not None:
-            restore_training_state(checkpoint, self.directory.checkpoint, trainer=trainer, stream=stream, progress=progress)
+            restore_training_state(
+                checkpoint, self.directory.checkpoint, trainer=trainer, batches=batches, progress=progress
+            )
             self.say(f"Resuming from step {checkpoint['step']}")
             if processes.is_main:
                 self.directory.metrics.truncate_after(progress.step)
@@ -182,14 +186,14 @@ class PretrainRun:
         )
         dev = None if dev_all is None else dev_all[processes.rank :: processes.world_size]
         self.loop = TrainingLoop(
-            config, self.directory, trainer=trainer, stream=stream, progress=progress, vocab=vocab,
+            config, self.directory, trainer=trainer, batches=batches, progress=progress, vocab=vocab,
             max_steps=max_steps, dev=dev, stats=stats, origin=self.origin,
         )
         try:
             return self.loop.run()
         finally:
-            # A draw in flight writes tokenized files: it ends before a stopped run removes them.
-            stream.close()
+            # A batch in preparation may write tokenized files: it ends before a stopped run removes them.
+            batches.close()
 
     def _prepare_output_dir(self) -> Optional[Dict[str, Any]]:
         """The checkpoint to continue from, checked against this run (None: a new run)."""

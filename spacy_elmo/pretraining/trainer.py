@@ -8,18 +8,18 @@ on the device, where a fused optimizer skips the update of a step that is not, a
 the loop reads it with the other figures of a log line (:meth:`Progress.settle`).
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
 from torch.autograd.graph import increment_version
 
-from ..models.pytorch.char_ids import batch_to_char_ids
+from ..models.pytorch.host_batch import TokenIds
 from .assembly import negative_samples
 from .config import OptimizerConfig, PretrainConfig
 from .corpus import Sentence
-from .language_model import BiLMLanguageModel, LMBatch, n_predictions, target_ids
+from .language_model import BiLMLanguageModel, LMBatch, n_predictions
 from .precision import autocast, autocast_dtype
 from .processes import Processes
 from .schedule import learn_rate_at
@@ -35,6 +35,12 @@ class HostStep:
     batch: LMBatch
     candidates: Optional[SampledCandidates]
     n_tokens: int
+
+
+def prepare_step(sentences: Sequence[Sentence], token_ids: TokenIds, vocab: Vocabulary) -> HostStep:
+    """The host's part of a step but the negatives, which need the trainer's sampler
+    (:meth:`Trainer.with_negatives`): a function of the sentences alone, for batch workers."""
+    return HostStep(LMBatch.of_sentences(sentences, token_ids, vocab), None, n_predictions(sentences))
 
 
 @dataclass
@@ -148,9 +154,11 @@ class Trainer:
 
     def prepare(self, batch: Sequence[Sentence]) -> HostStep:
         """The host's part of a step: everything the device needs, computed from the sentences."""
-        lm_batch = self.model.prepare(batch_to_char_ids(batch), target_ids(batch, self.vocab))
-        candidates = self.sampler.sample() if self.sampler is not None else None
-        return HostStep(lm_batch, candidates, n_predictions(batch))
+        return self.with_negatives(prepare_step(batch, self.model.bilm.token_ids, self.vocab))
+
+    def with_negatives(self, step: HostStep) -> HostStep:
+        """`step` with the negatives of a sampled softmax drawn for it (the sampler's next)."""
+        return replace(step, candidates=self.sampler.sample()) if self.sampler is not None else step
 
     def step(self, prepared: HostStep) -> StepResult:
         """The device's part of a step; it reads nothing back from the device (except,

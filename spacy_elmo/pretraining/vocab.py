@@ -6,6 +6,7 @@ other character, ``\r`` and the separators `str.splitlines` splits at (``\x85``,
 """
 import hashlib
 from collections import Counter
+from itertools import repeat
 from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Union
 
@@ -48,8 +49,7 @@ class Vocabulary:
 
     def ids(self, tokens: Iterable[str]) -> List[int]:
         """Word ids; unknown words map to `<UNK>`."""
-        get, unk = self._index.get, self.unk_id
-        return [get(token, unk) for token in tokens]
+        return list(map(self._index.get, tokens, repeat(self.unk_id)))
 
     def fingerprint(self) -> str:
         """A short hash that tells two vocabularies apart (stored in checkpoints)."""

@@ -1,10 +1,7 @@
-"""Resumable batch streams: the token budget, exact restore, drawing in the background."""
+"""Resumable batch streams: the token budget, exact restore."""
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
-from spacy_elmo.errors import InputError
 from spacy_elmo.pretraining.batch_stream import BatchStream
 from spacy_elmo.pretraining.corpus import CorpusReader, TextSplitter
 
@@ -28,60 +25,16 @@ def test_batches_respect_the_token_budget_and_cover_the_corpus(tmp_path):
     assert stream.position.epoch >= 1
 
 
-@pytest.mark.parametrize("prefetch", [True, False])
-def test_a_restored_stream_continues_exactly(tmp_path, prefetch):
+def test_a_restored_stream_continues_exactly(tmp_path):
     import pickle
 
     path = write_lines(tmp_path / "a.txt", LINES)
-    stream, twin = _stream(path, prefetch=prefetch), _stream(path, prefetch=False)
+    stream = _stream(path)
     for _ in range(11):
-        stream.next_batch(), twin.next_batch()
+        stream.next_batch()
     state = pickle.loads(pickle.dumps(stream.state_dict()))
-    expected = [twin.next_batch() for _ in range(25)]
-    restored = _stream(path, prefetch=not prefetch)
+    expected = [stream.next_batch() for _ in range(25)]
+    restored = _stream(path)
     restored.next_batch()
     restored.load_state_dict(state)
     assert [restored.next_batch() for _ in range(25)] == expected
-
-
-def test_drawing_in_the_background_gives_the_same_batches_in_the_same_order(tmp_path):
-    path = write_lines(tmp_path / "a.txt", LINES)
-    ahead, in_place = _stream(path, prefetch=True), _stream(path, prefetch=False)
-    for _ in range(40):
-        assert ahead.next_batch() == in_place.next_batch()
-        ahead.state_dict()  # puts a finished draw's batches behind the ones not yet taken
-
-
-def test_loading_a_state_waits_for_the_draw_in_flight(tmp_path):
-    import threading
-
-    path = write_lines(tmp_path / "a.txt", LINES)
-    twin = _stream(path, prefetch=False)
-    for _ in range(11):
-        twin.next_batch()
-    state = twin.state_dict()
-    expected = [twin.next_batch() for _ in range(25)]
-    restored = _stream(path, prefetch=True)
-    draw, gate, calls = restored._draw_batches, threading.Event(), []
-
-    def late_draw():  # every draw after the first (in place) waits for the gate
-        if calls:
-            gate.wait()
-        calls.append(1)
-        return draw()
-
-    restored._draw_batches = late_draw
-    restored.next_batch()  # starts the second draw, held at the gate
-    threading.Timer(0.2, gate.set).start()
-    restored.load_state_dict(state)  # must not return before that draw is done with the old state
-    assert [restored.next_batch() for _ in range(25)] == expected
-
-
-def test_a_background_draw_that_fails_raises_in_the_caller(tmp_path):
-    path = write_lines(tmp_path / "a.txt", LINES)
-    stream = _stream(path, prefetch=True)
-    stream.next_batch()
-    path.write_text("")  # the reader meets an empty corpus at its next epoch
-    with pytest.raises(InputError, match="empty corpus"):
-        for _ in range(200):
-            stream.next_batch()

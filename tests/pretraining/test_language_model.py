@@ -4,7 +4,7 @@ from collections import Counter
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import batch_to_char_ids
-from spacy_elmo.pretraining.language_model import BiLMLanguageModel, n_predictions, target_ids
+from spacy_elmo.pretraining.language_model import BiLMLanguageModel, LMBatch, n_predictions, target_ids
 from spacy_elmo.pretraining.softmax import LMSoftmax, LogUniformSampler
 from spacy_elmo.pretraining.vocab import Vocabulary
 
@@ -24,6 +24,17 @@ def test_target_ids_layout():
     ids = target_ids([["a", "b"], ["zzz"]], vocab)
     assert ids.tolist() == [[0, 3, 4, 1], [0, 2, 1, 0]]
     assert n_predictions([["a", "b"], ["zzz"]]) == 5
+
+
+def test_a_batch_of_sentences_is_the_batch_of_their_ids_and_targets(fixture_bilm):
+    model, vocab = _model(fixture_bilm)
+    for sentences in (SENTENCES, [["all", "all"], []], [[]]):
+        made = LMBatch.of_sentences(sentences, fixture_bilm.token_ids, vocab)
+        expected = model.prepare(batch_to_char_ids(sentences), target_ids(sentences, vocab))
+        assert torch.equal(made.targets, expected.targets) and made.targets.dtype == torch.int32
+        assert torch.equal(made.bilm.token_index, expected.bilm.token_index)
+        assert torch.equal(made.bilm.tokens.ids, expected.bilm.tokens.ids)
+        assert torch.equal(made.bilm.output_index, expected.bilm.output_index)
 
 
 def test_forward_predicts_the_next_word_and_backward_the_previous(fixture_bilm):

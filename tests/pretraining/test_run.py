@@ -172,7 +172,7 @@ def test_a_widened_run_resumes_after_a_kill_as_if_uninterrupted(trained, tmp_pat
     original_step = kill_at_step(monkeypatch, 5)
     with pytest.raises(KeyboardInterrupt):
         pretrain(config, tmp_path / "resumed", init_from=output_dir)
-    monkeypatch.setattr(Trainer, "train_step", original_step)
+    monkeypatch.setattr(Trainer, "step", original_step)
     pretrain(config, tmp_path / "resumed", init_from=output_dir, resume=True)
     straight, resumed = load_bilm(tmp_path / "straight"), load_bilm(tmp_path / "resumed")
     assert resumed.options.lstm_dim == wider
@@ -227,7 +227,7 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_run(tmp_path, tiny_text, 
     with pytest.raises(KeyboardInterrupt):
         pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed")
     assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["step"] == 5
-    monkeypatch.setattr(Trainer, "train_step", original_step)
+    monkeypatch.setattr(Trainer, "step", original_step)
     pretrain(fast_config(tiny_text, **settings), tmp_path / "resumed", resume=True)
 
     expected = _records(tmp_path / "straight", "train")
@@ -406,7 +406,7 @@ def test_a_run_stopped_before_its_first_checkpoint_says_so_and_starts_afresh(tmp
         pretrain(fast_config(tiny_text, **settings), tmp_path / "out")
     assert "before the first checkpoint: nothing to resume" in capsys.readouterr().err
     assert len(_records(tmp_path / "out", "train")) == 2
-    monkeypatch.setattr(Trainer, "train_step", original_step)
+    monkeypatch.setattr(Trainer, "step", original_step)
     pretrain(fast_config(tiny_text, **settings), tmp_path / "out")  # the same command again
     assert [r["step"] for r in _records(tmp_path / "out", "train")] == [1, 2, 3, 4, 5, 6]
 
@@ -414,7 +414,7 @@ def test_a_run_stopped_before_its_first_checkpoint_says_so_and_starts_afresh(tmp
 def _poison_weights_at_step(monkeypatch, n: int) -> None:
     """Make the n-th training step (itself finite) leave a NaN in the biLM's weights."""
     calls = {"n": 0}
-    original_step = Trainer.train_step
+    original_step = Trainer.step
 
     def poisoned(self, batch):
         result = original_step(self, batch)
@@ -424,7 +424,7 @@ def _poison_weights_at_step(monkeypatch, n: int) -> None:
                 next(self.model.parameters()).fill_(math.nan)
         return result
 
-    monkeypatch.setattr(Trainer, "train_step", poisoned)
+    monkeypatch.setattr(Trainer, "step", poisoned)
 
 
 def test_weights_that_are_not_finite_stop_the_run_at_the_next_checkpoint_and_are_never_saved(

@@ -35,13 +35,13 @@ def fast_config(train: Path, dev: Optional[Path] = None, **extra: Any) -> Pretra
 def kill_at_step(monkeypatch, n: int):
     """Make the n-th training step raise KeyboardInterrupt; returns the real step."""
     calls = {"n": 0}
-    original_step = Trainer.train_step
+    original_step = Trainer.step
 
-    def killed(self, batch):
+    def killed(self, prepared):
         calls["n"] += 1
         if calls["n"] == n:
             raise KeyboardInterrupt
-        return original_step(self, batch)
+        return original_step(self, prepared)
 
-    monkeypatch.setattr(Trainer, "train_step", killed)
+    monkeypatch.setattr(Trainer, "step", killed)
     return original_step

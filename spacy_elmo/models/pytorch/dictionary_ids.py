@@ -11,6 +11,7 @@ Every id is shifted by +1 so that id 0 marks a padded (absent) token.
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+import numpy
 import torch
 
 from ...errors import WeightsError
@@ -54,6 +55,12 @@ class DictionaryIds:
         if self.words is None:
             return tuple(ids)
         return (self.words.get(token, self.words[OOV]) + 1, *ids)
+
+    def rows(self, words: Sequence[str]) -> numpy.ndarray:
+        """Each word's :meth:`row`, *Shape:* ``(n_words, word_columns + max_chars)``, int64."""
+        return numpy.array([self.row(word) for word in words], dtype=numpy.int64).reshape(
+            len(words), self.word_columns + self.max_chars
+        )
 
     def batch(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """*Shape:* ``(n_sentences, max_tokens, word_columns + max_chars)``, int64,

@@ -128,8 +128,8 @@ class ElmoEmbedder:
     def embed_batch(self, sentences: Sequence[Sentence]) -> List[numpy.ndarray]:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
-            char_ids = self.bilm.ids_of(sentences)  # on the host: the biLM copies what it needs
-            layers = self.bilm(char_ids, token_cache=self.token_cache, precision=self.precision).layers.to("cpu", torch.float32).numpy()
+            batch = self.bilm.prepare(sentences)  # on the host: the biLM copies what it needs
+            layers = self.bilm(batch, token_cache=self.token_cache, precision=self.precision).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
 
 

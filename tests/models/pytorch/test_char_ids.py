@@ -2,8 +2,8 @@
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import (
-    BOS_IDS, BOS_TOKEN, BOW_CHAR, EOS_IDS, EOW_CHAR, MAX_CHARS_PER_TOKEN, PAD_CHAR, batch_to_char_ids,
-    distinct_rows, token_char_ids,
+    BOS_IDS, BOS_TOKEN, BOW_CHAR, EOS_IDS, EOS_TOKEN, EOW_CHAR, MAX_CHARS_PER_TOKEN, PAD_CHAR, batch_to_char_ids,
+    byte_rows, distinct_rows, token_char_ids,
 )
 
 
@@ -49,3 +49,11 @@ def test_distinct_rows_equal_torch_unique_in_order_and_inverse():
 def test_distinct_rows_of_no_rows():
     distinct, inverse = distinct_rows(torch.zeros((0, MAX_CHARS_PER_TOKEN), dtype=torch.int64))
     assert distinct.shape == (0, MAX_CHARS_PER_TOKEN) and inverse.shape == (0,)
+
+
+def test_byte_rows_are_each_words_token_char_ids():
+    words = ["the", "", "né", BOS_TOKEN, EOS_TOKEN, "x" * 60, "é" * 30, "a\ud800b", "\x00", "<S", "Zürich"]
+    rows = byte_rows(words)
+    assert rows.shape == (len(words), MAX_CHARS_PER_TOKEN)
+    assert [tuple(row) for row in rows.tolist()] == [token_char_ids(w) for w in words]
+    assert byte_rows([]).shape == (0, MAX_CHARS_PER_TOKEN)
