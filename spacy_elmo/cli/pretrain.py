@@ -40,9 +40,7 @@ def pretrain_cli(
         None, "--init-from",
         help="Continue training this biLM: a directory with options.json and weights.hdf5 (original "
         "format, e.g. a previous run), the weights file itself, or a model name: english-compact (shipped), "
-        "small, medium, original, original-5.5b, pubmed, ... (published, downloaded once). Its sizes are kept, but a "
-        "larger --model.lstm_dim widens its LSTM and a larger --model.projection_dim its projection (the new "
-        "parts start silent). The default optimizer (Adagrad at 0.2) becomes Adam at 0.001, which continues it",
+        "small, medium, original, original-5.5b, pubmed, ... (published, downloaded once). Its sizes are kept. The default optimizer (Adagrad at 0.2) becomes Adam at 0.001, which continues it",
     ),
 ) -> None:
     """Pretrain an ELMo biLM. Override config settings with --section.key value.

@@ -50,9 +50,7 @@ path = null
 
 [model]
 # A named size ("tiny", "compact", "small", "medium", "original"); every setting below that is
-# not null replaces the named size's value. With --init-from the sizes come from that biLM, but
-# an lstm_dim above its own widens its LSTM and a projection_dim above its own its projection
-# (the new parts start silent: the same outputs at first).
+# not null replaces the named size's value. With --init-from the sizes come from that biLM.
 size = "__SIZE__"
 lstm_dim = null
 projection_dim = null

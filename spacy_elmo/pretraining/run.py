@@ -17,7 +17,7 @@ from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
 from ..models.pytorch.original_format import checked_options
 from ..named_models import language_model_folder
 from ..output_files import check_output_dir
-from .assembly import GROWABLE, assemble_model, growth
+from .assembly import assemble_model, check_same_sizes
 from .checkpoint import check_vocabulary, load_checkpoint, restore_training_state
 from .config import PretrainConfig, parse_config
 from .batch_stream import BatchStream
@@ -285,14 +285,8 @@ class PretrainRun:
         else:
             self.say(f"Continuing the biLM of {weights} with a new softmax; [model] sizes come from its options.json")
         model = self.config.model
-        grown = growth(self.init_from, lstm_dim=model.lstm_dim, projection_dim=model.projection_dim)
-        for name, (old, new) in grown.items():
-            part, unit, start = GROWABLE[name]
-            self.say(f"model.{name}: its {part} widened from {old} to {new} {unit} ({start})")
-        return assemble_model(
-            len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax,
-            **{name: new for name, (_, new) in grown.items()},
-        )
+        check_same_sizes(self.init_from, lstm_dim=model.lstm_dim, projection_dim=model.projection_dim)
+        return assemble_model(len(vocab), dropout=dropout, pretrained=self.init_from, softmax=softmax)
 
     def _max_steps(self, stats: Optional[Dict[str, Any]]) -> int:
         training = self.config.training

@@ -100,22 +100,6 @@ class LMSoftmax(nn.Module):
     def vocab_size(self) -> int:
         return self.weight.shape[0]
 
-    def widened(self, dim: int) -> "LMSoftmax":
-        """This softmax over the hidden vectors of a biLM whose projection grew to `dim`
-        (:func:`~spacy_elmo.models.pytorch.widen.widen_projection`): zero weights for the
-        new dimensions, so it gives the same probabilities (itself when `dim` is its own)."""
-        own = self.weight.shape[1]
-        if dim < own:
-            raise ValueError(f"a softmax over {own} dimensions can be widened, not narrowed to {dim}")
-        if dim == own:
-            return self
-        wide = LMSoftmax(self.vocab_size, dim).to(self.weight.device, self.weight.dtype)
-        with torch.no_grad():
-            wide.weight.zero_()
-            wide.weight[:, :own] = self.weight
-            wide.bias.copy_(self.bias)
-        return wide
-
     def nll(
         self, hidden: Tensor, targets: Tensor, candidates: Optional[SampledCandidates] = None,
         *, chunk_rows: int = 0,

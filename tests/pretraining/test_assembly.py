@@ -1,5 +1,4 @@
 """Assembling the language model: new weights, a pretrained biLM and softmax, a checkpoint's state."""
-import dataclasses
 
 import pytest
 import torch
@@ -8,7 +7,7 @@ from spacy_elmo.models.pytorch.options import NAMED_SIZES
 from spacy_elmo.models.pytorch.original_format import save_bilm
 from spacy_elmo.pretraining.config import SoftmaxConfig
 from spacy_elmo.errors import ConfigError, WeightsError
-from spacy_elmo.pretraining.assembly import assemble_model, growth, negative_samples
+from spacy_elmo.pretraining.assembly import assemble_model, check_same_sizes, negative_samples
 from spacy_elmo.pretraining.softmax import save_softmax
 
 FIXTURE = NAMED_SIZES["tiny"]
@@ -59,31 +58,9 @@ def test_more_negatives_than_words_is_a_config_error():
         negative_samples(SoftmaxConfig(kind="sampled", max_full_vocab=150, n_negative_samples=20), 20)
 
 
-def test_growth_names_the_sizes_that_grow_and_refuses_narrowing(tmp_path):
+def test_init_from_sizes_other_than_the_biLMs_own_are_refused(tmp_path):
     save_bilm(assemble_model(50, options=FIXTURE).bilm, tmp_path)
-    own = (FIXTURE.lstm_dim, FIXTURE.projection_dim)
-    assert growth((tmp_path, None), lstm_dim=own[0], projection_dim=None) == {}
-    assert growth((tmp_path, None), lstm_dim=own[0] + 8, projection_dim=own[1] + 4) == {
-        "lstm_dim": (own[0], own[0] + 8), "projection_dim": (own[1], own[1] + 4),
-    }
-    with pytest.raises(ConfigError, match=f"has {own[1]} dimensions: --init-from can widen a biLM's projection"):
-        growth((tmp_path, None), projection_dim=own[1] - 1)
-
-
-def test_growing_the_projection_to_the_width_of_the_character_CNN_is_refused(tmp_path):
-    save_bilm(assemble_model(50, options=FIXTURE).bilm, tmp_path)
-    with pytest.raises(ConfigError, match="the width of .* character CNN"):
-        growth((tmp_path, None), projection_dim=FIXTURE.n_filters)
-
-
-def test_a_widened_projection_widens_the_softmax_read_with_it(tmp_path):
-    torch.manual_seed(0)
-    model = assemble_model(50, options=FIXTURE)
-    save_bilm(model.bilm, tmp_path)
-    save_softmax(model.softmax, tmp_path / "softmax.hdf5")
-    wide = assemble_model(
-        50, pretrained=(tmp_path, None), softmax=tmp_path / "softmax.hdf5", projection_dim=FIXTURE.projection_dim + 4
-    )
-    assert wide.bilm.options == dataclasses.replace(FIXTURE, projection_dim=FIXTURE.projection_dim + 4)
-    torch.testing.assert_close(wide.softmax.weight[:, : FIXTURE.projection_dim], model.softmax.weight, rtol=0, atol=0)
-    assert wide.softmax.weight[:, FIXTURE.projection_dim :].abs().max() == 0
+    check_same_sizes((tmp_path, None), lstm_dim=FIXTURE.lstm_dim, projection_dim=None)
+    for name, value in (("lstm_dim", FIXTURE.lstm_dim + 8), ("projection_dim", FIXTURE.projection_dim - 1)):
+        with pytest.raises(ConfigError, match=f"model.{name} is {value}, .*: --init-from continues a biLM at its own sizes"):
+            check_same_sizes((tmp_path, None), **{name: value})

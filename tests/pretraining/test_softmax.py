@@ -152,14 +152,3 @@ def test_default_chunks_fit_a_cpu_cache_and_fill_a_gpu():
     assert softmax_module.default_chunk_rows(4096, torch.device("cpu")) == 256
     assert softmax_module.default_chunk_rows(50_000, torch.device("cuda", 0)) == (1 << 27) // 50_000
     assert softmax_module.default_chunk_rows(10**9, torch.device("cpu")) == 16
-
-
-def test_widened_softmax_gives_the_same_loss_for_hidden_vectors_with_zeros_appended():
-    head = _softmax(vocab_size=50, dim=8)
-    wide = head.widened(12)
-    hidden, targets = torch.randn(6, 8), torch.arange(6)
-    padded = torch.cat([hidden, torch.zeros(6, 4)], dim=1)
-    torch.testing.assert_close(wide.nll(padded, targets), head.nll(hidden, targets), rtol=0, atol=1e-6)
-    assert wide.weight[:, 8:].abs().max() == 0
-    with pytest.raises(ValueError, match="widened, not narrowed"):
-        head.widened(7)

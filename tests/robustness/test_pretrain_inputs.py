@@ -198,7 +198,7 @@ def test_pretrain_init_from_with_a_smaller_lstm_dim_refuses_and_changes_nothing(
     probe = Probe(
         "--init-from with a smaller lstm_dim",
         lambda ws: pretrain("--init-from", str(finished_run), "--model.lstm_dim", "8"),
-        "can widen a biLM's LSTM, not narrow it",
+        "--init-from continues a biLM at its own sizes",
     )
     run_probe(probe, workspace, capsys, monkeypatch)
 
