@@ -100,7 +100,8 @@ class ScalarMix(nn.Module):
         if sum(lengths) != n_positions:
             raise ValueError(f"lengths add up to {sum(lengths)}, but layers have {n_positions} positions")
         sizes = torch.tensor(lengths, device=layers.device)
-        sequence = torch.repeat_interleave(torch.arange(len(lengths), device=layers.device), sizes)
+        # output_size: the host knows it, and without it a GPU hands the sum back (a synchronisation).
+        sequence = torch.repeat_interleave(torch.arange(len(lengths), device=layers.device), sizes, output_size=n_positions)
         count = (sizes * width).clamp_min(1).to(layers.dtype)
 
         def per_sequence_mean(values: Tensor) -> Tensor:  # (L, n_positions, W) -> (L, n_positions, 1)

@@ -2,7 +2,7 @@
 
 :class:`BiLstmStack` holds the weights and runs the layers (dropout on each
 layer's input, residual connections from the second layer on). Each layer runs
-through one of three paths, all computing :func:`~.cell.lstm_cell`'s arithmetic:
+through one of four paths, all computing :func:`~.cell.lstm_cell`'s arithmetic:
 
 - ``"reference"`` (:mod:`.cell`): every step under autograd; the oracle, and what
   training under autocast runs.

@@ -1,5 +1,5 @@
 """Machine-dependent choices: timed once at first use, kept, and forced by the user."""
-import time
+import types
 
 import pytest
 
@@ -7,8 +7,22 @@ from spacy_elmo.errors import SettingsError
 from spacy_elmo.models.pytorch.lstm import tuning
 
 
+class Clock:
+    """The tuning module's clock, moved only by the candidates: timings that never depend on the machine."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+CLOCK = Clock()
+
+
 @pytest.fixture(autouse=True)
-def fresh_decisions():
+def fresh_decisions(monkeypatch):
+    monkeypatch.setattr(tuning, "time", types.SimpleNamespace(perf_counter=CLOCK.perf_counter))
     tuning.forget_decisions()
     yield
     tuning.forget_decisions()
@@ -17,11 +31,12 @@ def fresh_decisions():
 def _candidates(calls):
     def slow():
         calls.append("slow")
-        time.sleep(0.1)  # far above a preemption of the quick one on a busy machine
+        CLOCK.now += 1.0
         return "slow result"
 
     def quick():
         calls.append("quick")
+        CLOCK.now += 0.001
         return "quick result"
 
     return {"slow": slow, "quick": quick}
