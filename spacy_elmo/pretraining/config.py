@@ -10,7 +10,7 @@ from confection import Config, ConfigValidationError
 
 from ..errors import ConfigError, OptionsError, one_line
 from ..models.pytorch.options import MAX_FLOAT32, NAMED_SIZES, BiLMOptions
-from ..models.pytorch.original_format import MAX_PARAMETERS, expected_shapes
+from ..models.pytorch.original_format import check_parameter_count, expected_shapes
 from .corpus import FORMATS
 from .default_config import default_config_text
 from .precision import TRAINING_PRECISIONS
@@ -383,15 +383,8 @@ def _check(config: PretrainConfig, source: str) -> None:
             f"{source}: training.sort_window × training.tokens_per_step is {drawn:,} tokens drawn at once, "
             f"more than the {MAX_TOKENS_PER_DRAW:,} a run holds in memory and in each checkpoint; lower either"
         )
-    check_size(config.bilm_options(), source)
-
-
-def check_size(options: BiLMOptions, source: str) -> None:
-    """Refuse a biLM larger than spacy-elmo loads (:data:`~..models.pytorch.original_format.MAX_PARAMETERS`):
-    it could be trained but never used (and is a typo, such as lstm_dim 1e9)."""
-    n_parameters = sum(math.prod(shape) for shape in expected_shapes(options).values())
-    if n_parameters > MAX_PARAMETERS:
-        raise ConfigError(
-            f"{source}: [model] describes a biLM of {n_parameters:,} parameters, more than the "
-            f"{MAX_PARAMETERS:,} spacy-elmo loads (check lstm_dim, projection_dim and filters)"
-        )
+    # A biLM larger than spacy-elmo loads could be trained but never used (and is a typo, such as lstm_dim 1e9).
+    check_parameter_count(
+        sum(math.prod(shape) for shape in expected_shapes(config.bilm_options()).values()), f"{source}: [model]",
+        check="lstm_dim, projection_dim and filters", error=ConfigError,
+    )

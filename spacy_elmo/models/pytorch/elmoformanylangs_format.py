@@ -24,7 +24,7 @@ from ...input_files import MAX_VOCABULARY_BYTES, check_regular_file, read_regula
 from .bilm import ElmoBiLM
 from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds, checked_entries, from_id_order
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
-from .original_format import MAX_PARAMETERS, permute_gates, read_json
+from .original_format import check_parameter_count, permute_gates, read_json
 from .state_dicts import read_state_dict
 
 PathLike = Union[str, Path]
@@ -113,7 +113,11 @@ def model_options(
         n_words=len(words) + 1 if words is not None else 0,
         always_project=True,
     )
-    _check_size(expected_shapes(options), source)
+    shapes = expected_shapes(options)
+    check_parameter_count(
+        sum(math.prod(shape) for file in shapes.values() for shape in file.values()), source,
+        counted=" (vocabularies included)", check="encoder.dim, encoder.projection_dim and token_embedder.filters",
+    )
     return options
 
 
@@ -295,12 +299,3 @@ def from_description(data: Dict[str, Any]) -> ElmoBiLM:
             f"max_characters_per_token {bilm_options.max_characters_per_token}"
         )
     return ElmoBiLM(bilm_options, DictionaryIds(characters, words, bilm_options.max_characters_per_token))
-
-
-def _check_size(shapes: Dict[str, Dict[str, Tuple[int, ...]]], source: str) -> None:
-    n_parameters = sum(math.prod(shape) for file in shapes.values() for shape in file.values())
-    if n_parameters > MAX_PARAMETERS:
-        raise OptionsError(
-            f"{source}: describes a biLM of {n_parameters:,} parameters (vocabularies included), more than "
-            f"the {MAX_PARAMETERS:,} spacy-elmo loads (4 times the largest published ELMo)"
-        )

@@ -6,7 +6,7 @@ loaded-then-saved model has bit-identical datasets.
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Type, Union
 
 import numpy
 import torch
@@ -51,7 +51,10 @@ def checked_options(options: Any, source: str) -> BiLMOptions:
     """`options` as in `options.json` (a file's, a checkpoint's, a saved pipeline's):
     every value checked, and the biLM they describe at most :data:`MAX_PARAMETERS` large."""
     checked = BiLMOptions.from_dict(options, source=source)
-    check_parameter_count(checked, source)
+    check_parameter_count(
+        sum(math.prod(shape) for shape in expected_shapes(checked).values()), source,
+        check="lstm.dim, lstm.projection_dim, char_cnn.filters and char_cnn.n_characters",
+    )
     return checked
 
 
@@ -72,14 +75,16 @@ def read_json(path: PathLike, *, source: str) -> Any:
         raise OptionsError(f"{source}: not valid JSON (nested too deeply)") from None
 
 
-def check_parameter_count(options: BiLMOptions, source: str) -> None:
-    """Refuse options that describe a biLM of more than :data:`MAX_PARAMETERS` parameters."""
-    n_parameters = sum(math.prod(shape) for shape in expected_shapes(options).values())
+def check_parameter_count(
+    n_parameters: int, source: str, *, check: str, counted: str = "", error: Type[Exception] = OptionsError
+) -> None:
+    """The one bound on a biLM's size, for every format and for pretraining: refuse a biLM of
+    more than :data:`MAX_PARAMETERS` parameters (`counted`: what the count includes; `check`:
+    the settings that make it so large)."""
     if n_parameters > MAX_PARAMETERS:
-        raise OptionsError(
-            f"{source}: describes a biLM of {n_parameters:,} parameters, more than the {MAX_PARAMETERS:,} "
-            "spacy-elmo loads (4 times the largest published ELMo); check lstm.dim, lstm.projection_dim, "
-            "char_cnn.filters and char_cnn.n_characters"
+        raise error(
+            f"{source}: describes a biLM of {n_parameters:,} parameters{counted}, more than the {MAX_PARAMETERS:,} "
+            f"spacy-elmo loads (4 times the largest published ELMo); check {check}"
         )
 
 

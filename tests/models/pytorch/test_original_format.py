@@ -247,14 +247,14 @@ def test_a_fifo_as_weights_or_options_is_refused_not_waited_on(reference_dir, tm
 
 
 def test_the_published_sizes_fit_the_loaders_bound_with_room():
-    from spacy_elmo.models.pytorch.original_format import MAX_PARAMETERS, check_parameter_count
+    from spacy_elmo.models.pytorch.original_format import MAX_PARAMETERS, checked_options
 
     for name, options in NAMED_SIZES.items():
-        check_parameter_count(options, name)
+        checked_options(options.to_dict(), name)
     original = sum(int(numpy.prod(shape)) for shape in expected_shapes(NAMED_SIZES["original"]).values())
     assert 4 * original <= MAX_PARAMETERS < 5 * original
     with pytest.raises(OptionsError, match=r"^wide: describes a biLM of [\d,]+ parameters, more than the 400,000,000"):
-        check_parameter_count(dataclasses.replace(NAMED_SIZES["original"], lstm_dim=8 * 4096), "wide")
+        checked_options(dataclasses.replace(NAMED_SIZES["original"], lstm_dim=8 * 4096).to_dict(), "wide")
 
 
 def test_a_chunk_far_larger_than_its_dataset_is_refused_before_it_is_read(reference_dir, tmp_path, monkeypatch):
