@@ -1,23 +1,29 @@
 """Training throughput of biLM pretraining (tokens per second), per model size and device.
 
-Runs the real training step (``Trainer.train_step``: forward, sampled or full softmax,
-backward, gradient clipping, optimizer update) on batches from the real corpus
-pipeline, over a synthetic Zipfian corpus (random lowercase words, sentences of
+Runs the real training step (``Trainer.step``: forward, sampled or full softmax,
+backward, gradient clipping, optimizer update) on batches prepared as a run prepares
+them (:class:`PreparedBatches`: a worker process on Linux), over a synthetic Zipfian corpus (random lowercase words, sentences of
 10-40 words), so it needs no data files. A token is a word or a sentence end: the
 predictions per direction.
 
     flock /tmp/spacy-elmo-heavy.lock python benchmarks/bench_pretrain.py --sizes compact small medium original
     python benchmarks/bench_pretrain.py --device cuda --sizes original --tokens-per-step 65536
 
-The issue's GPU target: original size, 8192 negatives, bf16, >= 150,000 tokens/s on one H100.
+On a GPU, ``--sync-check`` fails on the first op of the timed steps that makes the
+host wait for the device (``torch.cuda.set_sync_debug_mode("error")``), and
+``--busy`` reports the share of the timed steps' wall time the device spent in
+kernels (torch.profiler):
+
+    python benchmarks/bench_pretrain.py --device cuda --sizes compact original --sync-check --busy
 """
 import argparse
+import contextlib
 import json
 import math
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy
 import torch
@@ -25,11 +31,11 @@ import torch
 from spacy_elmo.pretraining.config import parse_config
 from spacy_elmo.pretraining.default_config import default_config_text
 from spacy_elmo.pretraining.batch_stream import BatchStream
+from spacy_elmo.pretraining.batch_worker import PreparedBatches
 from spacy_elmo.pretraining.corpus import CorpusReader, TextSplitter
 from spacy_elmo.pretraining.processes import Processes
 from spacy_elmo.pretraining.assembly import assemble_model
 from spacy_elmo.pretraining.trainer import Trainer
-from spacy_elmo.pretraining.language_model import n_predictions
 from spacy_elmo.pretraining.vocab import SPECIAL_TOKENS, Vocabulary
 
 
@@ -57,7 +63,8 @@ def synthetic_corpus(path: Path, *, vocab_size: int, n_sentences: int, seed: int
 
 def measure(
     size: str, *, device: torch.device, tokens_per_step: int, vocab_words: List[str], corpus: Path,
-    negatives: int, precision: str, steps: int, warmup: int, dropout: float,
+    negatives: int, precision: str, steps: int, warmup: int, dropout: float, sync_check: bool = False,
+    busy: bool = False,
 ) -> Dict[str, float]:
     config = parse_config(
         default_config_text(size=size),
@@ -77,19 +84,30 @@ def measure(
         tokens_per_batch=tokens_per_step, shuffle_buffer=config.corpus.shuffle_buffer,
         sort_window=config.training.sort_window,
     )
-    for _ in range(warmup):
-        trainer.train_step(stream.next_batch())
-    batches = [stream.next_batch() for _ in range(steps)]
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-    start = time.perf_counter()
-    for batch in batches:
-        trainer.train_step(batch)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - start
-    tokens = sum(n_predictions(b) for b in batches)
+    batches = PreparedBatches(stream, model.bilm.token_ids, vocab)
+    try:
+        for _ in range(warmup):
+            trainer.step(trainer.with_negatives(batches.next_step()))
+        time.sleep(2.0)  # the worker gets ahead, as it does while a run starts
+        cuda = device.type == "cuda"
+        if cuda:
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+        profiler = _profiler(device) if busy else contextlib.nullcontext()
+        tokens = 0
+        with profiler:
+            if sync_check and cuda:
+                torch.cuda.set_sync_debug_mode("error")
+            start = time.perf_counter()
+            for _ in range(steps):
+                tokens += trainer.step(trainer.with_negatives(batches.next_step())).n_tokens
+            if sync_check and cuda:
+                torch.cuda.set_sync_debug_mode("default")
+            if cuda:
+                torch.cuda.synchronize(device)
+            seconds = time.perf_counter() - start
+    finally:
+        batches.close()
     n_params = sum(p.numel() for p in model.bilm.parameters())
     return {
         "size": size, "device": str(device), "precision": precision, "autocast": str(trainer.autocast_dtype),
@@ -97,7 +115,23 @@ def measure(
         "bilm_parameters_millions": round(n_params / 1e6, 1), "steps": steps,
         "seconds_per_step": seconds / steps, "tokens_per_second": tokens / seconds,
         "threads": torch.get_num_threads(), "peak_memory_mb": peak_memory_mb(device),
+        "device_busy": _busy_share(profiler, seconds) if busy else None,
     }
+
+
+def _profiler(device: torch.device) -> Any:
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    return profile(activities=activities)
+
+
+def _busy_share(profiler: Any, seconds: float) -> Optional[float]:
+    """The device's kernel time over the steps' wall time (None on a CPU: no device to be busy)."""
+    kernels = [e for e in profiler.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    if not kernels:
+        return None
+    return sum(e.device_time for e in kernels) / 1e6 / seconds
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -125,6 +159,8 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--sync-check", action="store_true", help="CUDA: fail on an op that waits for the device")
+    parser.add_argument("--busy", action="store_true", help="the device's share of the steps' wall time (profiler)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
     device = torch.device(args.device)
@@ -140,14 +176,15 @@ def main() -> None:
             result = measure(
                 size, device=device, tokens_per_step=tokens_per_step, vocab_words=words, corpus=corpus,
                 negatives=args.negatives, precision=args.precision, steps=args.steps, warmup=args.warmup,
-                dropout=args.dropout,
+                dropout=args.dropout, sync_check=args.sync_check, busy=args.busy,
             )
             results.append(result)
             print(
                 f"{size:>9} {result['device']:>6} autocast={result['autocast']:<14} dropout={args.dropout} "
                 f"{tokens_per_step} tok/step, vocab {len(words) + 3}, {args.negatives} negatives: "
                 f"{result['seconds_per_step']:.2f} s/step, {result['tokens_per_second']:,.0f} tokens/s, "
-                f"peak memory {result['peak_memory_mb']:,.0f} MB",
+                f"peak memory {result['peak_memory_mb']:,.0f} MB"
+                + (f", device busy {result['device_busy']:.0%} of the time" if result["device_busy"] is not None else ""),
                 flush=True,
             )
     if args.json:
