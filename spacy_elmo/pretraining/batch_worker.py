@@ -93,8 +93,8 @@ class PreparedBatches:
         self._stopped = False
 
     def close(self) -> None:
-        """Stop the worker, once the batch it prepares is done (it may be writing tokenized
-        files); later batches are prepared by a new one."""
+        """Stop the worker once the batch it prepares is done (it may be writing tokenized
+        files). The stream it drew from goes with it: only a loaded state continues it."""
         process, self._process = self._process, None
         if process is None:
             return
