@@ -17,8 +17,9 @@ def test_a_tokens_row_is_its_word_then_eow_characters_bow_and_padding_shifted_by
     assert ids.row("zz") == (WORDS[OOV] + 1, eow, oov, oov, bow, pad, pad)  # unknown word and characters
     a, b, c = (CHARACTERS[k] + 1 for k in "abc")
     assert ids.row("abcabc")[1:] == (eow, a, b, c, a, bow)  # cut to max_chars - 2 characters
-    assert ids.row(BOS)[1:4] == (eow, CHARACTERS[BOS] + 1, bow)  # a boundary is one character of its name
-    assert ids.boundary_rows == (ids.row(BOS), ids.row(EOS)) and ids.pad_id == pad
+    wide = DictionaryIds(CHARACTERS, WORDS, max_chars=8)
+    assert wide.row(BOS)[1:4] == (eow, CHARACTERS[BOS] + 1, bow)  # a boundary is one character of its name
+    assert wide.boundary_rows == (wide.row(BOS), wide.row(EOS)) and ids.pad_id == pad
 
 
 def test_rows_are_each_words_row_and_no_words_give_one_column_less():
