@@ -1,11 +1,9 @@
 """Batches prepared by a worker process: the loop's batches, in its order, resumed exactly."""
-import dataclasses
 import os
 import pickle
 import signal
 
 import pytest
-import torch
 
 from spacy_elmo.errors import InputError, TrainingError
 from spacy_elmo.models.pytorch.char_ids import BYTE_IDS
@@ -15,6 +13,7 @@ from spacy_elmo.pretraining.corpus import CorpusReader, TextSplitter
 from spacy_elmo.pretraining.trainer import prepare_step
 from spacy_elmo.pretraining.vocab import Vocabulary
 
+from ..models.pytorch.test_host_batch import same
 from .test_corpus import LINES, write_lines
 
 pytestmark = pytest.mark.skipif(not forks(), reason="batch workers are forked processes (Linux)")
@@ -31,22 +30,14 @@ def _batches(path, *, worker: bool) -> PreparedBatches:
     return PreparedBatches(_stream(path), BYTE_IDS, VOCAB, ahead=3, worker=worker)
 
 
-def _same(a, b) -> bool:
-    if dataclasses.is_dataclass(a):
-        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
-    if isinstance(a, torch.Tensor):
-        return a.dtype == b.dtype and torch.equal(a, b)
-    return a == b
-
-
 def test_a_worker_prepares_the_batches_of_the_loop_in_its_order(tmp_path):
     path = write_lines(tmp_path / "a.txt", LINES)
     worker, in_loop, stream = _batches(path, worker=True), _batches(path, worker=False), _stream(path)
     try:
         for _ in range(30):
             step = worker.next_step()
-            assert _same(step, in_loop.next_step())
-            assert _same(step, prepare_step(stream.next_batch(), BYTE_IDS, VOCAB))
+            assert same(step, in_loop.next_step())
+            assert same(step, prepare_step(stream.next_batch(), BYTE_IDS, VOCAB))
     finally:
         worker.close()
 
@@ -60,14 +51,14 @@ def test_a_state_taken_while_the_worker_is_ahead_continues_exactly(tmp_path):
         state = pickle.loads(pickle.dumps(worker.state_dict()))  # three batches prepared, not taken
         assert state == twin.state_dict() or len(state["pending"]) > len(twin.state_dict()["pending"])
         expected = [twin.next_step() for _ in range(25)]
-        assert all(_same(worker.next_step(), step) for step in expected[:5])  # the worker goes on as before
+        assert all(same(worker.next_step(), step) for step in expected[:5])  # the worker goes on as before
     finally:
         worker.close()
     for resumed_by_worker in (True, False):
         restored = _batches(path, worker=resumed_by_worker)
         restored.load_state_dict(state)
         try:
-            assert all(_same(restored.next_step(), step) for step in expected)
+            assert all(same(restored.next_step(), step) for step in expected)
         finally:
             restored.close()
 

@@ -14,9 +14,10 @@ WITH_WORDS = DictionaryIds(
 )
 
 
-def _same(a, b) -> bool:
+def same(a, b) -> bool:
+    """Whether two batches (dataclasses of tensors) are equal, dtypes included."""
     if dataclasses.is_dataclass(a):
-        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+        return type(a) is type(b) and all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
     if isinstance(a, torch.Tensor):
         return a.dtype == b.dtype and torch.equal(a, b)
     return a == b
@@ -35,7 +36,7 @@ def test_a_batch_of_words_is_the_batch_of_their_ids():
     for token_ids in (BYTE_IDS, WITH_WORDS):
         for sentences in (SENTENCES, SENTENCES[:1], [[]], [["cat"]] * 3):
             expected = HostBatch.of(token_ids.batch(sentences), token_ids)
-            assert _same(HostBatch.of_words(BatchWords.of(sentences), token_ids), expected)
+            assert same(HostBatch.of_words(BatchWords.of(sentences), token_ids), expected)
 
 
 def test_output_places_point_each_token_at_its_packed_rows():
