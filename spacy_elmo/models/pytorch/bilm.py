@@ -10,9 +10,9 @@ import torch
 from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder, TokenVectorCache
-from .char_ids import BYTE_IDS
+from .char_ids import BYTE_IDS, BatchWords
 from .devices import to_device
-from .host_batch import BatchWords, HostBatch, TokenIds
+from .host_batch import HostBatch, TokenIds
 from .lstm import BiLstmStack, DistinctInputs
 from .options import BiLMOptions
 

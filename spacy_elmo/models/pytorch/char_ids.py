@@ -3,8 +3,10 @@
 A token becomes ``[BOW, byte_1 .. byte_48, EOW, PAD, ...]`` (50 ids), then every id
 is shifted by +1 so that id 0 marks a padded (absent) token.
 """
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Dict, Sequence, Tuple
+from itertools import chain
+from typing import Callable, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -16,6 +18,25 @@ BOW_CHAR, EOW_CHAR, PAD_CHAR = 258, 259, 260
 BOS_TOKEN, EOS_TOKEN = "<S>", "</S>"
 INT16_MAX = 32767
 INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class BatchWords:
+    """The tokens of a batch of sentences as distinct words: ``words``, each distinct word once
+    (in order of first occurrence); ``places`` *Shape:* ``(n_tokens,)``: each token's word,
+    sentence after sentence; ``lengths`` *Shape:* ``(batch,)``: the sentences' tokens."""
+
+    words: List[str]
+    places: numpy.ndarray
+    lengths: numpy.ndarray
+
+    @classmethod
+    def of(cls, sentences: Sequence[Sequence[str]]) -> "BatchWords":
+        tokens = list(chain.from_iterable(sentences))
+        words = list(dict.fromkeys(tokens))  # loops in C, as the next two do
+        index = dict(zip(words, range(len(words))))
+        places = numpy.fromiter(map(index.__getitem__, tokens), dtype=numpy.int64, count=len(tokens))
+        return cls(words, places, numpy.fromiter(map(len, sentences), dtype=numpy.int64, count=len(sentences)))
 
 
 def _row(payload: Sequence[int]) -> Tuple[int, ...]:
@@ -50,24 +71,21 @@ def batch_to_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
 
     *Shape:* ``(n_sentences, max_tokens, 50)``, int64; padded tokens are all 0.
     """
-    return padded_ids(sentences, token_char_ids, MAX_CHARS_PER_TOKEN)
+    return padded_ids(sentences, byte_rows, MAX_CHARS_PER_TOKEN)
 
 
 def padded_ids(
-    sentences: Sequence[Sequence[str]], row_of: Callable[[str], Tuple[int, ...]], width: int
+    sentences: Sequence[Sequence[str]], rows_of: Callable[[Sequence[str]], numpy.ndarray], width: int
 ) -> torch.Tensor:
-    """Each token's ``row_of(token)``, built once per distinct token and copied to all its places.
+    """Each token's row, made once per distinct word (``rows_of(words)``) and copied to all its places.
 
     *Shape:* ``(n_sentences, max_tokens, width)``, int64; padded tokens are all 0.
     """
-    lengths = numpy.array([len(s) for s in sentences], dtype=numpy.int64)
-    max_len = int(lengths.max()) if len(sentences) else 0
-    ids = numpy.zeros((len(sentences), max_len, width), dtype=numpy.int64)
-    distinct: Dict[str, int] = {}
-    places = [distinct.setdefault(token, len(distinct)) for sentence in sentences for token in sentence]
-    if places:
-        rows = numpy.array([row_of(token) for token in distinct], dtype=numpy.int64)
-        ids[numpy.arange(max_len)[None, :] < lengths[:, None]] = rows[numpy.array(places)]
+    words = BatchWords.of(sentences)
+    lengths = words.lengths
+    ids = numpy.zeros((len(lengths), int(lengths.max(initial=0)), width), dtype=numpy.int64)
+    if len(words.places):
+        ids[numpy.arange(ids.shape[1])[None, :] < lengths[:, None]] = rows_of(words.words)[words.places]
     return torch.from_numpy(ids)
 
 

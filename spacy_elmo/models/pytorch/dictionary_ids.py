@@ -65,7 +65,7 @@ class DictionaryIds:
     def batch(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """*Shape:* ``(n_sentences, max_tokens, word_columns + max_chars)``, int64,
         without boundary tokens; padded tokens are all 0."""
-        return padded_ids(sentences, self.row, self.word_columns + self.max_chars)
+        return padded_ids(sentences, self.rows, self.word_columns + self.max_chars)
 
     def to_dict(self) -> Dict[str, Any]:
         """Entries in id order, for serialization (read back with :func:`from_id_order`)."""

@@ -9,39 +9,19 @@ never hands a value back, which would make the host wait for it (on a GPU: a
 synchronisation). Indices travel as int32, token ids as int16 where they fit.
 """
 from dataclasses import dataclass
-from itertools import chain
-from typing import List, Optional, Sequence, Union
+from typing import Optional, Union
 
 import numpy
 import torch
 from torch import Tensor
 
 from .char_cnn import CacheLookup, GroupedTokens
-from .char_ids import ByteIds, distinct_rows
+from .char_ids import BatchWords, ByteIds, distinct_rows
 from .devices import DeviceLike, to_device
 from .dictionary_ids import DictionaryIds
 from .lstm import PackingPlan
 
 TokenIds = Union[ByteIds, DictionaryIds]
-
-
-@dataclass(frozen=True)
-class BatchWords:
-    """The tokens of a batch of sentences as distinct words: ``words``, each distinct word once
-    (in order of first occurrence); ``places`` *Shape:* ``(n_tokens,)``: each token's word,
-    sentence after sentence; ``lengths`` *Shape:* ``(batch,)``: the sentences' tokens."""
-
-    words: List[str]
-    places: numpy.ndarray
-    lengths: numpy.ndarray
-
-    @classmethod
-    def of(cls, sentences: Sequence[Sequence[str]]) -> "BatchWords":
-        tokens = list(chain.from_iterable(sentences))
-        words = list(dict.fromkeys(tokens))  # loops in C, as the next two do
-        index = dict(zip(words, range(len(words))))
-        places = numpy.fromiter(map(index.__getitem__, tokens), dtype=numpy.int64, count=len(tokens))
-        return cls(words, places, numpy.fromiter(map(len, sentences), dtype=numpy.int64, count=len(sentences)))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import torch
 
 from spacy_elmo.models.pytorch.char_ids import BOS_TOKEN, BYTE_IDS
 from spacy_elmo.models.pytorch.dictionary_ids import BOS, CHARACTER_SPECIALS, EOS, OOV, DictionaryIds
-from spacy_elmo.models.pytorch.host_batch import BatchWords, HostBatch
+from spacy_elmo.models.pytorch.char_ids import BatchWords
+from spacy_elmo.models.pytorch.host_batch import HostBatch
 
 SENTENCES = [["the", "cat", "the"], [], ["a", BOS_TOKEN, "x" * 60, "x" * 61], ["cat"], ["Zürich", "né", "the"]]
 WITH_WORDS = DictionaryIds(
