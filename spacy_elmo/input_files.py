@@ -26,10 +26,11 @@ def read_regular_file(path: Path, *, max_bytes: int, error: Type[Exception], wha
         raise error(f"{what} file not found: {path}") from None
     except OSError as err:
         raise error(f"Cannot read {what.lower()} file {path}: {err.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked before fdopen, which refuses a directory with its own error
+        os.close(fd)
+        raise error(f"{what} path {path} is {file_kind(path)}, not a regular file")
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{what} path {path} is {file_kind(path)}, not a regular file")
         try:
             data = b"" if info.st_size > max_bytes else file.read(max_bytes + 1)  # + 1: one that grew past it
         except OSError as err:
