@@ -18,7 +18,6 @@ from spacy_elmo import download as download_module
 from spacy_elmo import named_models
 from spacy_elmo.errors import InputError, SpacyElmoError
 from spacy_elmo.models.loaders import load_named_weights
-from spacy_elmo.models.pytorch import downloaded_files
 from spacy_elmo.models.pytorch.downloaded_files import verify_download
 from spacy_elmo.named_models import NAMED_MODELS
 
@@ -381,56 +380,19 @@ def test_a_password_with_an_at_sign_never_appears(tmp_path: Path):
     assert "ret99" not in str(err.value) and "s3c" not in str(err.value) and "http://***@127.0.0.1:" in str(err.value)
 
 
-def _selected_values(dataset, selection) -> int:
-    """How many values `dataset[selection]` reads (a run of rows, or all)."""
-    if isinstance(selection, slice):
-        return len(range(*selection.indices(dataset.shape[0]))) * (dataset.size // dataset.shape[0])
-    return dataset.size or 0
-
-
-def _guard_reads(monkeypatch, allowed) -> list:
-    """Fail the test, before reading, when `dataset[selection]` would read more than
-    `allowed(dataset)` values; the sizes read, for the test to check."""
-    read, seen = h5py.Dataset.__getitem__, []
-
-    def guarded(dataset, selection):
-        values = _selected_values(dataset, selection)
-        assert values <= allowed(dataset), f"{dataset.name}: {values:,} values read at once"
-        seen.append(values)
-        return read(dataset, selection)
-
-    monkeypatch.setattr(h5py.Dataset, "__getitem__", guarded)
-    return seen
-
-
-def test_a_downloaded_file_is_checked_a_slab_at_a_time(published_layout: Path, tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(downloaded_files, "SLAB_VALUES", 256)
-    # At most 256 values at once, or one row where a row holds more.
-    seen = _guard_reads(monkeypatch, lambda dataset: max(256, dataset.size // dataset.shape[0]))
-    with serving(published_layout) as url:
-        model_files("small", cache=tmp_path / "cache", url=url)
-    with h5py.File(published_layout / SMALL.folder / SMALL.file_names()[1]) as handle:
-        assert sum(seen) == sum(handle[name].size for name in _dataset_names(handle))
-
-
-def _dataset_names(handle) -> list:
-    names: list = []
-    handle.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
-    return names
-
-
 def test_weights_that_declare_more_than_a_bilm_are_refused_before_any_read(
     published_layout: Path, tmp_path: Path, monkeypatch
 ):
     """A few KB of HDF5 can declare 75 GiB (gzip chunks never written): refused from
     what the file declares, without reading a dataset."""
+    from .models.pytorch.test_downloaded_files import guard_reads
     from .robustness.test_model_files import size_bomb, write_declared_only
 
     served = published_layout / SMALL.folder
     options = json.loads((served / SMALL.file_names()[0]).read_text())
     write_declared_only(served / SMALL.file_names()[1], size_bomb(options))
     assert (served / SMALL.file_names()[1]).stat().st_size < 100_000
-    _guard_reads(monkeypatch, lambda dataset: 0)
+    guard_reads(monkeypatch, lambda dataset: 0)
     cache = tmp_path / "cache"
     with serving(published_layout) as url:
         with pytest.raises(InputError, match=r"declares 90,007,115,232 values in its datasets, more than the 400,000,"):

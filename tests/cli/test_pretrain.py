@@ -1,4 +1,4 @@
-"""`spacy-elmo init-config` and `spacy-elmo pretrain`: overrides, outputs, errors, kill and resume, --resume auto."""
+"""`spacy-elmo pretrain`: overrides, outputs, errors, kill and resume, --resume auto."""
 import os
 import signal
 import subprocess
@@ -45,31 +45,6 @@ def run_cli(capsys, monkeypatch, *args) -> Tuple[int, str, str]:
         code = exit_info.code or 0
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-def test_init_config_writes_a_valid_commented_config(tmp_path, capsys, monkeypatch):
-    path = tmp_path / "pretrain.cfg"
-    code, out, _ = run_cli(capsys, monkeypatch, "init-config", path, "--size", "tiny", "--lang", "whitespace")
-    assert code == 0 and "Saved the pretraining config" in out
-    text = path.read_text(encoding="utf8")
-    assert text.count("\n# ") > 30
-    config = load_config(path, {"paths.train": "t.txt"})
-    assert config.model.size == "tiny" and config.corpus.tokenizer == "whitespace"
-    code, out, _ = run_cli(capsys, monkeypatch, "init-config", "-")
-    assert code == 0 and out.startswith("# spacy-elmo biLM pretraining") and 'size = "small"' in out
-    code, out, err = run_cli(capsys, monkeypatch, "init-config", tmp_path / "x.cfg", "--size", "huge")
-    assert code == 1 and "unknown model size 'huge'" in out + err
-    code, out, err = run_cli(capsys, monkeypatch, "init-config", tmp_path / "zz.cfg", "--lang", "zz")
-    assert code == 1 and "corpus.tokenizer = 'zz': not a spaCy language code" in out + err
-    assert not (tmp_path / "zz.cfg").exists()
-
-
-def test_init_config_prints_the_next_command_on_one_line_to_paste(tmp_path, capsys, monkeypatch):
-    path = tmp_path / "a_config_file_with_a_name_long_enough_to_be_wrapped_at_eighty_columns.cfg"
-    code, out, _ = run_cli(capsys, monkeypatch, "init-config", path)
-    assert code == 0
-    command = f"python -m spacy_elmo pretrain {path} OUTPUT_DIR --paths.train TEXT --paths.dev HELD_OUT"
-    assert out.splitlines()[-1] == command
 
 
 def test_pretrain_with_overrides(tmp_path, capsys, monkeypatch, tiny_text):
