@@ -38,7 +38,7 @@ def archive_members(path: Path, shown: str) -> Dict[str, zipfile.ZipInfo]:
     try:
         with zipfile.ZipFile(path) as archive:
             infos = [info for info in archive.infolist() if not info.is_dir()]
-            configs = sorted((info for info in infos if Path(info.filename).name == CONFIG_NAME), key=lambda i: len(i.filename))
+            configs = sorted((info for info in infos if Path(info.filename).name == CONFIG_NAME), key=lambda i: (i.filename.count("/"), len(i.filename)))
             if not configs:
                 raise WeightsError(f"{shown}: no {CONFIG_NAME} in the archive; not an ELMoForManyLangs model")
             _check_member(configs[0], shown)

@@ -35,6 +35,12 @@ def test_the_members_are_the_model_files_beside_the_shallowest_config_and_the_co
     assert {info.filename for info in members.values()} == {"pt.model/" + name for name in MODEL_FILES}
 
 
+def test_the_shallowest_config_wins_over_a_deeper_one_with_a_shorter_path(tmp_path):
+    extra = [("x/y/config.json", b"{}")]  # 15 characters against pt.model/config.json's 20, but two folders down
+    members = archive_members(write_archive(tmp_path / "168.zip", extra=extra), "168.zip")
+    assert members["config.json"].filename == "pt.model/config.json"
+
+
 @pytest.mark.parametrize("offset,value,message", [
     (8, 0x1, r"^168.zip: its pt.model/char.dic is encrypted"),  # the general purpose flags
     (10, 99, r"^168.zip: its pt.model/char.dic is compressed with method 99, which spacy-elmo cannot read"),
