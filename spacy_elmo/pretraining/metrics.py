@@ -27,7 +27,7 @@ class MetricsLog:
                 record = json.loads(line)
             except (ValueError, RecursionError):
                 continue
-            if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
+            if isinstance(record, dict) and type(record.get("step")) is int:  # not a bool, a float, NaN
                 records.append(record)
         return records
 
