@@ -147,13 +147,11 @@ def encode_docs(
     *,
     span_cache: Optional[SpanCache] = None,
     token_cache: Optional[TokenVectorCache] = None,
-    precision: str = "fp32",
 ) -> Tuple[List[Floats3d], Callable[[List[Floats3d]], List[Doc]]]:
     """The layer's forward pass, with prediction's settings (ignored in training).
 
     span_cache: gives the layers of spans encoded before and keeps the new ones.
     token_cache: gives the token vectors of words seen before and keeps the new ones.
-    precision: "fp32", or "int8" (the LSTM's large products, where faster).
     """
     bilm = get_bilm(model)
     if bilm is None:
@@ -172,7 +170,7 @@ def encode_docs(
             outputs[span.doc][:, span.tokens] = cached
     words = [span.words for span in pending]
     shim = model.shims[0]
-    bilm_kwargs: Dict[str, Any] = {} if is_train else {"token_cache": token_cache, "precision": precision}
+    bilm_kwargs: Dict[str, Any] = {} if is_train else {"token_cache": token_cache}
     groups = length_sorted_batches(
         words, batch_size=model.attrs["batch_size"], max_batch_tokens=model.attrs["max_batch_tokens"]
     )

@@ -145,7 +145,11 @@ class ElmoComponent(TrainablePipe):
 
     @precision.setter
     def precision(self, value: str) -> None:
-        check_precision(value)
+        bilm = get_bilm(self.model)
+        if bilm is None:
+            check_precision(value)  # now: the biLM gets it once loaded (initialize, from_disk, from_bytes)
+        else:
+            bilm.precision = value
         self._precision = value
 
     @property
@@ -207,7 +211,6 @@ class ElmoComponent(TrainablePipe):
     def _encode_without_gradient(self, docs: List[Doc], span_cache: Optional[SpanCache] = None) -> List[Floats3d]:
         outputs, _ = encode_docs(
             self.model, docs, is_train=False, span_cache=span_cache, token_cache=self.token_cache,
-            precision=self.precision,
         )
         return outputs
 
@@ -315,6 +318,7 @@ class ElmoComponent(TrainablePipe):
             self.model.initialize(X=[eg.predicted for eg in examples] or None)
         for listener in self.listeners:
             listener.set_upstream_dims(self.model.get_dim("nL"), self.model.get_dim("nO"))
+        self.precision = self.precision  # onto the biLM just loaded
 
     # Serialization ---------------------------------------------------------------------
 
@@ -322,6 +326,7 @@ class ElmoComponent(TrainablePipe):
         saved_model = partial(_model_bytes, bytes_data)
         with _load_errors_as_one_line("The serialized ELMo component", self.model, saved_model):
             super().from_bytes(bytes_data, exclude=exclude)
+        self.precision = self.precision  # onto the biLM just loaded
         return self
 
     def from_disk(self, path: Any, *, exclude: Iterable[str] = tuple()) -> "ElmoComponent":
@@ -330,6 +335,7 @@ class ElmoComponent(TrainablePipe):
         saved_model = (Path(path) / "model").read_bytes
         with _load_errors_as_one_line(f"The ELMo component in {path}", self.model, saved_model):
             super().from_disk(path, exclude=exclude)
+        self.precision = self.precision  # onto the biLM just loaded
         return self
 
 

@@ -190,7 +190,7 @@ def test_load_time_settings_win_over_the_saved_ones(weights, tmp_path, monkeypat
     forward = ElmoBiLM.forward
 
     def spy(bilm, char_ids, **settings):
-        seen.append(settings)
+        seen.append({**settings, "precision": bilm.precision})
         return forward(bilm, char_ids, **settings)
 
     monkeypatch.setattr(ElmoBiLM, "forward", spy)

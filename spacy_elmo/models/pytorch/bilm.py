@@ -14,6 +14,7 @@ from .char_ids import BYTE_IDS, BatchWords
 from .devices import to_device
 from .host_batch import HostBatch, TokenIds
 from .lstm import BiLstmStack, DistinctInputs
+from .lstm.int8_products import check_precision
 from .options import BiLMOptions
 
 
@@ -131,6 +132,17 @@ class ElmoBiLM(nn.Module):
     def output_dim(self) -> int:
         return self.options.output_dim
 
+    @property
+    def precision(self) -> str:
+        """"fp32", or "int8" (opt-in): in prediction on an x86 CPU, the LSTM's large
+        products in int8 (:mod:`.lstm.int8_products`); checked when set."""
+        return self.lstm.precision
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        check_precision(value)
+        self.lstm.precision = value
+
     def weights_changed(self) -> None:
         """Drop what was derived from the weights; call after updating them
         outside torch (Thinc's optimizer writes into the parameters' memory)."""
@@ -139,7 +151,6 @@ class ElmoBiLM(nn.Module):
 
     def forward(
         self, char_ids: Union[Tensor, HostBatch], *, token_cache: Optional[TokenVectorCache] = None,
-        precision: str = "fp32",
     ) -> BiLMOutput:
         """Encode a batch of sentences (boundary tokens are added here) on the model's device.
 
@@ -149,8 +160,6 @@ class ElmoBiLM(nn.Module):
             synchronisation); or their :meth:`host_batch`.
         :param token_cache: in prediction, look up the token vectors of words
             seen before instead of running the character CNN.
-        :param precision: "fp32", or "int8" (opt-in): in prediction on an x86
-            CPU, the LSTM's large products in int8 (:mod:`.lstm.int8_products`).
         """
         batch = char_ids if isinstance(char_ids, HostBatch) else self.host_batch(char_ids)
         n_sentences, max_tokens = batch.mask.shape
@@ -160,11 +169,11 @@ class ElmoBiLM(nn.Module):
         if token_cache is not None and batch.lookup is None:
             batch = replace(batch, lookup=token_cache.lookup(self.char_encoder, batch.tokens.ids.numpy()))
         batch = batch.to(self.device)
-        encoding = self.encode_packed(batch, token_cache=token_cache, precision=precision)
+        encoding = self.encode_packed(batch, token_cache=token_cache)
         return BiLMOutput(self.unpack(encoding, batch), batch.mask)
 
     def encode_packed(
-        self, batch: HostBatch, *, token_cache: Optional[TokenVectorCache] = None, precision: str = "fp32",
+        self, batch: HostBatch, *, token_cache: Optional[TokenVectorCache] = None,
     ) -> PackedEncoding:
         """Run the character encoder and the LSTMs over `batch` (on the model's device);
         outputs stay packed.
@@ -180,7 +189,7 @@ class ElmoBiLM(nn.Module):
         index = batch.input_index
         # One gather per direction: in training a repeated token's gradient sums in the same order as ever.
         inputs = torch.stack([select_rows(token_vectors, index[0]), select_rows(token_vectors, index[1])])
-        layers, _ = self.lstm(inputs, batch.plan, None, DistinctInputs(token_vectors, index), precision=precision)
+        layers, _ = self.lstm(inputs, batch.plan, None, DistinctInputs(token_vectors, index))
         return PackedEncoding(
             layers=layers, rows=batch.rows, forward_positions=batch.positions[0],
             backward_positions=batch.positions[1], token_vectors=token_vectors, token_index=batch.token_index,

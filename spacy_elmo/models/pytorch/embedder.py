@@ -13,7 +13,6 @@ import torch
 
 from .bilm import ElmoBiLM, length_sorted_batches
 from .char_cnn import TokenVectorCache
-from .lstm.int8_products import check_precision
 from .options import BiLMOptions
 
 Sentence = Sequence[str]
@@ -40,7 +39,7 @@ class ElmoEmbedder:
     :param token_cache_size: keep the token vectors of up to this many distinct
         words, so a word seen before skips the character CNN (0: off).
     :param precision: "fp32", or "int8" for the LSTM's products on an x86 CPU
-        with AVX2 or VNNI (see :meth:`ElmoBiLM.forward`).
+        with AVX2 or VNNI: set on `bilm` (:attr:`ElmoBiLM.precision`).
     :param max_length: a sentence longer than this many tokens is encoded in
         spans of at most this many (each from a zero state, as in the spaCy
         component), so memory stays bounded on any input; None (auto): as many
@@ -69,8 +68,7 @@ class ElmoEmbedder:
         self.token_cache = TokenVectorCache(token_cache_size)
         self.device = torch.device(device)
         self.bilm = bilm.to(self.device).eval()
-        check_precision(precision)
-        self.precision = precision
+        self.bilm.precision = precision
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.sort_window = sort_window
@@ -129,7 +127,7 @@ class ElmoEmbedder:
         """Encode one batch in a single forward pass; one array per sentence."""
         with torch.inference_mode():
             batch = self.bilm.prepare(sentences)  # on the host: the biLM copies what it needs
-            layers = self.bilm(batch, token_cache=self.token_cache, precision=self.precision).layers.to("cpu", torch.float32).numpy()
+            layers = self.bilm(batch, token_cache=self.token_cache).layers.to("cpu", torch.float32).numpy()
         return [layers[i, :, : len(s)] for i, s in enumerate(sentences)]
 
 

@@ -260,3 +260,17 @@ def test_batches_are_length_sorted_and_bounded():
 def test_small_inputs(n_sentences):
     batches = list(length_sorted_batches([["a", "b"]] * n_sentences, batch_size=4, max_batch_tokens=1))
     assert batches == [[0]] * n_sentences  # a sentence longer than the token cap stands alone
+
+
+def test_precision_is_checked_when_set_and_is_what_the_lstm_runs_with(monkeypatch):
+    from spacy_elmo.errors import SettingsError
+    from spacy_elmo.models.pytorch.lstm import int8_products
+
+    bilm = ElmoBiLM(NAMED_SIZES["tiny"])
+    assert bilm.precision == bilm.lstm.precision == "fp32"
+    with pytest.raises(SettingsError, match="precision must be one of 'fp32', 'int8', got 'int4'"):
+        bilm.precision = "int4"
+    assert bilm.precision == "fp32"
+    monkeypatch.setattr(int8_products, "int8_available", lambda: True)
+    bilm.precision = "int8"
+    assert bilm.lstm.precision == "int8"

@@ -33,7 +33,6 @@ from ..devices import autocast_enabled
 from ..options import BiLMOptions
 from .cell import Clips, DistinctInputs, LayerWeights, LstmState, PackingPlan, reference_layer
 from .fused_layer import fused_layer, fused_layer_available, next_power_of_2
-from .int8_products import check_precision
 from .prediction import FastProducts, prediction_layer
 from .recurrence import lstm_recurrence
 from .threads import run_directions_in_threads
@@ -73,6 +72,9 @@ class BiLstmStack(nn.Module):
         forget_bias[hidden : 2 * hidden] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
         self.dropout = 0.0
+        #: Prediction's products, "fp32" or "int8" (:mod:`.int8_products`); set through
+        #: :attr:`ElmoBiLM.precision`, which checks it.
+        self.precision = "fp32"
         self._products = FastProducts()
         self.reset_parameters()
 
@@ -121,7 +123,6 @@ class BiLstmStack(nn.Module):
         initial_state: Optional[Sequence[LstmState]] = None,
         distinct: Optional[DistinctInputs] = None,
         *,
-        precision: str = "fp32",
         path: str = "auto",
     ) -> Tuple[List[Tensor], List[LstmState]]:
         """Run every layer over packed inputs.
@@ -131,19 +132,16 @@ class BiLstmStack(nn.Module):
         :param initial_state: per layer, ``(h, c)`` of every sequence in sorted
             order; ``None`` starts from zeros.
         :param distinct: ``inputs`` as rows of a table, for prediction's first layer.
-        :param precision: prediction's products, "fp32" or "int8" (:mod:`.int8_products`).
         :param path: "auto" (the rule), or a path to force.
         :returns: per layer the packed outputs (residual included), *Shape:*
             ``(2, n_rows, P)``, and per layer every sequence's final state.
         """
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-        if precision != "fp32":
-            check_precision(precision)
         by_rule = path == "auto"
         path = self.choose_path(inputs) if by_rule else path
         masks = self._dropout_masks(inputs)
-        run = self._layer_run(path, plan, inputs, precision, by_rule)
+        run = self._layer_run(path, plan, inputs, self.precision, by_rule)
         if path != "prediction" or not self._directions_in_threads(inputs):
             return self._run_layers(run, inputs, initial_state, masks, distinct, slice(0, 2))
 
