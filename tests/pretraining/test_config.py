@@ -14,16 +14,6 @@ REPO = Path(__file__).resolve().parents[2]
 FINITE = r"a finite number \(a 32-bit float, at most 3.403e\+38\)"
 
 
-def test_default_config_is_valid_and_commented():
-    text = default_config_text(size="medium", lang="de")
-    config = parse_config(text, {"paths.train": "train.txt"})
-    assert config.corpus.train == "train.txt" and config.corpus.dev is None
-    assert config.corpus.tokenizer == "de" and config.bilm_options() == NAMED_SIZES["medium"]
-    assert config.optimizer.name == "adagrad" and config.optimizer.learn_rate == 0.2
-    assert config.softmax.n_negative_samples == 8192 and config.training.grad_clip == 10.0
-    for section in text.split("\n[")[1:]:
-        assert "\n# " in section, f"[{section.splitlines()[0]} has no comments"
-
 def test_named_size_with_explicit_numbers():
     config = parse_config(
         default_config_text(size="small"),

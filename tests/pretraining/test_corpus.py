@@ -81,12 +81,6 @@ def test_malformed_files_name_file_and_line(tmp_path, name, content, message):
         list(CorpusReader([tmp_path / name], TextSplitter(tokenizer="whitespace")).sentences())
 
 
-def test_corrupt_spacy_file(tmp_path):
-    (tmp_path / "x.spacy").write_bytes(b"not msgpack at all")
-    with pytest.raises(InputError, match=r"x.spacy: not a readable .spacy"):
-        list(CorpusReader([tmp_path / "x.spacy"], TextSplitter(tokenizer="whitespace")).sentences())
-
-
 def test_reading_resumes_mid_file(tmp_path):
     path = write_lines(tmp_path / "a.txt", LINES[:5])
     records = list(read_records(path, "text"))
