@@ -21,9 +21,8 @@ from .device import select_device
 from ..errors import InputError, SettingsError
 from ..messages import warn
 from ..models.loaders import find_model, load_model
-from ..models.pytorch.elmoformanylangs_format import CONFIG_NAME, is_elmoformanylangs_folder
 from ..models.pytorch.embedder import ElmoEmbedder, name_numbers
-from ..models.pytorch.original_format import resolve_paths
+from ..models.pytorch.formats import format_of
 from ..named_models import default_model
 from ..output_files import (
     HDF5_OVERHEAD_BYTES, atomic_output_path, check_output_file, check_space, remove_stale_temp_files,
@@ -246,9 +245,7 @@ def _locate(weights: Optional[Path], options: Optional[Path]) -> Tuple[Path, Pat
     else:
         located, named_options = find_model(weights)
         label = str(weights)
-    if options is None and is_elmoformanylangs_folder(located):
-        return located, located / CONFIG_NAME, label
-    weights_path, options_path = resolve_paths(located, options or named_options)
+    weights_path, options_path = format_of(located).model_files(located, options or named_options)
     return weights_path, options_path, label
 
 

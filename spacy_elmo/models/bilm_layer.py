@@ -22,12 +22,10 @@ from thinc.types import Floats3d, Ints1d
 from ..errors import SettingsError, WeightsError
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
-from .pytorch import elmoformanylangs_format
+from .pytorch import formats
 from .pytorch.bilm import ElmoBiLM, length_sorted_batches
 from .pytorch.char_cnn import TokenVectorCache
-from .pytorch.dictionary_ids import DictionaryIds
 from .pytorch.options import BiLMOptions
-from .pytorch.original_format import checked_options
 from .span_cache import SpanCache
 from .loaders import WeightsLoaderT
 from .types import BiLMModelT, SpanGetterT
@@ -88,7 +86,7 @@ def build_bilm_layer_v1(
             "batch_size": batch_size,
             "max_batch_tokens": max_batch_tokens,
         },
-        shims=[DeferredPyTorchShim(describe=_describe_bilm, build=_build_bilm)],
+        shims=[DeferredPyTorchShim(describe=formats.describe, build=formats.rebuild)],
     )
     if size is not None:
         set_bilm(model, ElmoBiLM(BiLMOptions.named(size)))
@@ -214,14 +212,3 @@ def _span_words(docs: List[Doc], get_spans: SpanGetterT, ops) -> List[_SpanWords
                 )
     return spans
 
-
-def _describe_bilm(bilm: ElmoBiLM) -> Dict[str, Any]:
-    if isinstance(bilm.token_ids, DictionaryIds):
-        return elmoformanylangs_format.description(bilm)
-    return bilm.options.to_dict()
-
-
-def _build_bilm(config: Dict[str, Any]) -> ElmoBiLM:
-    if elmoformanylangs_format.DESCRIPTION_KEY in config:
-        return elmoformanylangs_format.from_description(config)
-    return ElmoBiLM(checked_options(config, "the serialized elmo model"))

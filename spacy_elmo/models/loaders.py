@@ -13,7 +13,7 @@ from .pytorch import original_format
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
 from .pytorch.elmoformanylangs_archive import unpack_archive
-from .pytorch.elmoformanylangs_format import is_elmoformanylangs_folder, load_elmoformanylangs
+from .pytorch.formats import load_model
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 
 #: Returns a ready biLM (size and weights from its files).
@@ -140,10 +140,3 @@ def _sizes(options: BiLMOptions) -> str:
         f"{[list(f) for f in options.filters]}, {options.n_highway} highway, characters {options.char_embedding_dim}"
     )
 
-
-def load_model(weights: Path, options: Optional[Path] = None) -> ElmoBiLM:
-    """A biLM in any format spacy-elmo reads: an ELMoForManyLangs model folder, else
-    the bilm-tf/AllenNLP format (see :func:`~.pytorch.original_format.load_bilm`)."""
-    if is_elmoformanylangs_folder(weights):  # its own config.json names the rest
-        return load_elmoformanylangs(weights)
-    return original_format.load_bilm(weights, options)

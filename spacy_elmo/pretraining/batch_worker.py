@@ -21,7 +21,7 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 import torch
 
 from ..errors import TrainingError
-from ..models.pytorch.host_batch import TokenIds
+from ..models.pytorch.char_ids import TokenIds
 from .batch_stream import BatchStream
 from .corpus import Sentence
 from .trainer import HostStep, prepare_step

@@ -8,8 +8,8 @@ from torch import Tensor, nn
 
 from ..models.pytorch.bilm import ElmoBiLM, PackedEncoding
 from ..models.pytorch.devices import DeviceLike, to_device
-from ..models.pytorch.char_ids import BatchWords
-from ..models.pytorch.host_batch import HostBatch, TokenIds
+from ..models.pytorch.char_ids import BatchWords, TokenIds
+from ..models.pytorch.host_batch import HostBatch
 from .softmax import LMSoftmax, SampledCandidates
 from .vocab import Vocabulary
 

@@ -13,7 +13,7 @@ from ..directory_lock import hold_directory
 from ..errors import ConfigError, SpacyElmoError, TrainingError
 from ..messages import note, warn
 from ..models.loaders import find_model
-from ..models.pytorch.elmoformanylangs_format import is_elmoformanylangs_folder
+from ..models.pytorch.formats import format_of
 from ..models.pytorch.original_format import checked_options
 from ..named_models import language_model_folder
 from ..output_files import check_output_dir
@@ -61,10 +61,10 @@ class PretrainRun:
         # A name's softmax and vocabulary (first: one error names all its files that are missing).
         self.init_language_model = language_model_folder(init_from) if init_from is not None else None
         self.init_from = find_model(init_from) if init_from is not None else None
-        if self.init_from is not None and is_elmoformanylangs_folder(self.init_from[0]):
+        if self.init_from is not None and not format_of(self.init_from[0]).TRAINABLE:
             raise ConfigError(
-                f"--init-from {init_from}: an ELMoForManyLangs model (a character vocabulary and word "
-                "embedding) cannot be trained here; pretraining reads UTF-8 bytes, as bilm-tf models do"
+                f"--init-from {init_from}: an {format_of(self.init_from[0]).NAME} model cannot be trained here; "
+                "pretraining reads UTF-8 bytes, as bilm-tf models do"
             )
         if self.init_from is not None and _default_optimizer(config):
             self.config = config = parse_config(config.to_str(), CONTINUING_OPTIMIZER, source="config")

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.graph import increment_version
 
-from ..models.pytorch.host_batch import TokenIds
+from ..models.pytorch.char_ids import TokenIds
 from .assembly import negative_samples
 from .config import OptimizerConfig, PretrainConfig
 from .corpus import Sentence

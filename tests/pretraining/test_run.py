@@ -470,3 +470,10 @@ def test_init_from_a_name_continues_the_softmax_and_vocabulary_of_its_package(tm
     package = language_model_folder("english-compact")
     assert "(biLM and softmax)" in " ".join(capsys.readouterr().out.split())  # wasabi wraps lines
     assert (tmp_path / "out" / "vocab.txt").read_bytes() == (package / "vocab.txt").read_bytes()
+
+
+def test_init_from_a_model_pretraining_cannot_continue_is_refused_before_anything_is_written(tmp_path, tiny_text):
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "elmoformanylangs" / "char_only"
+    with pytest.raises(ConfigError, match="an ELMoForManyLangs model cannot be trained here; pretraining reads UTF-8"):
+        pretrain(fast_config(tiny_text), tmp_path / "out", init_from=folder)
+    assert not (tmp_path / "out").exists()

@@ -10,9 +10,9 @@ import torch
 from torch import Tensor, nn
 
 from .char_cnn import CharacterEncoder, TokenVectorCache
-from .char_ids import BYTE_IDS, BatchWords
+from .char_ids import BYTE_IDS, BatchWords, TokenIds
 from .devices import to_device
-from .host_batch import HostBatch, TokenIds
+from .host_batch import HostBatch
 from .lstm import BiLstmStack, DistinctInputs
 from .lstm.int8_products import check_precision
 from .options import BiLMOptions

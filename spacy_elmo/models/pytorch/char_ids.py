@@ -6,7 +6,7 @@ is shifted by +1 so that id 0 marks a padded (absent) token.
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Protocol, Sequence, Tuple
 
 import numpy
 import torch
@@ -133,6 +133,21 @@ def byte_rows(words: Sequence[str]) -> numpy.ndarray:
         if token in (BOS_TOKEN, EOS_TOKEN):
             rows[i] = token_char_ids(token)
     return rows
+
+
+class TokenIds(Protocol):
+    """How a biLM's input spells a token: a row of ids, ``word_columns`` word ids then
+    character ids (+1, so that 0 marks a padded token); each model format gives its own."""
+
+    word_columns: int
+    pad_id: int
+    boundary_rows: Tuple[Tuple[int, ...], Tuple[int, ...]]
+
+    def rows(self, words: Sequence[str]) -> numpy.ndarray:
+        """Each word's row, *Shape:* ``(n_words, width)``."""
+
+    def batch(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """*Shape:* ``(n_sentences, max_tokens, width)``, without boundary tokens; padded tokens are all 0."""
 
 
 class ByteIds:

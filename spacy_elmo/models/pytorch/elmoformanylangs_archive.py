@@ -19,7 +19,7 @@ from ...input_files import MAX_VOCABULARY_BYTES
 from ...output_files import check_space
 from .elmoformanylangs_format import (
     CONFIG_NAME, PUBLISHED_CONFIG_NAMES, STATE_FILES, check_state_size, config_file_name,
-    expected_shapes, load_elmoformanylangs, read_skeleton,
+    expected_shapes, load, read_skeleton,
 )
 
 ARCHIVE_FILES = (CONFIG_NAME, "char.dic", "word.dic", *STATE_FILES, *PUBLISHED_CONFIG_NAMES)
@@ -111,7 +111,7 @@ def unpack_archive(path: Path) -> Path:
                 for name, info in states.items():
                     check_state_size(partial / name, info.file_size, shapes[name])
                 _unpack(archive, states, partial)
-            load_elmoformanylangs(partial)
+            load(partial)
             partial.rename(folder)
         except SpacyElmoError as err:  # named as the archive's members
             raise type(err)(str(err).replace(str(partial), str(path))) from None

@@ -1,33 +1,35 @@
-"""Read ELMoForManyLangs models (HIT-SCIR: 44 languages, torch state dicts).
+"""The ELMoForManyLangs model format (HIT-SCIR: 44 languages, torch state dicts), as :mod:`.formats` asks.
 
-A model folder holds ``config.json`` (training settings; its ``config_path`` names
-the model config), ``char.dic``, ``word.dic`` (when the model has a word embedding),
-``token_embedder.pkl`` and ``encoder.pkl``. The published folders do not hold the
-model config they name; all of them use :data:`PUBLISHED_CONFIG`. The model config is
-read from the folder only (by its file name), never from elsewhere on the machine.
-
-The architecture is ELMo's, with three differences kept by :class:`ElmoBiLM`: a
-character vocabulary (:class:`~.dictionary_ids.DictionaryIds`), a word embedding
-concatenated before the projection, and a highway gate that carries the input (its
-sign is flipped here: sigmoid(-z) = 1 - sigmoid(z)).
+A model folder holds ``config.json`` (its ``config_path`` names the model config, read
+from the folder only, by its file name; the published folders lack it and all use
+:data:`PUBLISHED_CONFIG`), ``char.dic``, ``word.dic`` (with a word embedding),
+``token_embedder.pkl`` and ``encoder.pkl``. The architecture is ELMo's but for token
+ids from a character vocabulary (:class:`DictionaryIds`), a word embedding before the
+projection, and a highway gate that carries the input (its sign flipped here).
 """
 import dataclasses
+from dataclasses import dataclass
 import math
 import reprlib
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy
 import torch
 
 from ...errors import OptionsError, WeightsError, one_line
 from ...input_files import MAX_VOCABULARY_BYTES, check_regular_file, read_regular_file
 from .bilm import ElmoBiLM
-from .dictionary_ids import CHARACTER_SPECIALS, WORD_SPECIALS, DictionaryIds, checked_entries, from_id_order
+from .char_ids import padded_ids
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
 from .original_format import check_parameter_count, permute_gates, read_json
 from .state_dicts import read_state_dict
 
 PathLike = Union[str, Path]
+
+BOS, EOS, OOV, PAD, BOW, EOW = "<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>"
+CHARACTER_SPECIALS = (BOS, EOS, OOV, PAD, BOW, EOW)
+WORD_SPECIALS = (BOS, EOS, OOV)
 
 CONFIG_NAME = "config.json"
 DESCRIPTION_KEY = "elmoformanylangs"
@@ -46,7 +48,103 @@ PUBLISHED_CONFIG_NAMES = ("cnn_50_100_512_4096_sample.json", "cnn_0_100_512_4096
 _FILE_TO_MODEL_GATES = (0, 1, 3, 2)
 
 
-def is_elmoformanylangs_folder(path: PathLike) -> bool:
+@dataclass(frozen=True)
+class DictionaryIds:
+    """Token ids from a character vocabulary (and a word vocabulary), as ELMoForManyLangs
+    reads its input: a token (cut to ``max_chars - 2`` characters) becomes ``[word?, EOW,
+    c_1 .. c_n, BOW, PAD, ...]``, the word's id when the model has a word embedding, then
+    ``max_chars`` character ids, its ``<eow>`` first and ``<bow>`` last as it puts them;
+    unknown characters and words get ``<oov>``, the sentence boundaries are the
+    one-character tokens ``<bos>``/``<eos>``; every id +1 (0: a padded token).
+    ``characters`` and ``words``: each entry's id in the model's embedding (from 0)."""
+
+    characters: Dict[str, int]
+    words: Optional[Dict[str, int]]
+    max_chars: int
+
+    @property
+    def word_columns(self) -> int:
+        return 0 if self.words is None else 1
+
+    @property
+    def pad_id(self) -> int:
+        return self.characters[PAD] + 1
+
+    @property
+    def boundary_rows(self) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+        return self.row(BOS), self.row(EOS)
+
+    def row(self, token: str) -> Tuple[int, ...]:
+        """The ids of one token, *Shape:* ``(word_columns + max_chars,)``."""
+        token = token[: self.max_chars - 2]
+        chars = self.characters
+        ids = [chars[PAD] + 1] * self.max_chars
+        payload = [chars[token]] if token in (BOS, EOS) else [chars.get(c, chars[OOV]) for c in token]
+        ids[0] = chars[EOW] + 1
+        for i, char in enumerate(payload, start=1):
+            ids[i] = char + 1
+        ids[len(payload) + 1] = chars[BOW] + 1
+        if self.words is None:
+            return tuple(ids)
+        return (self.words.get(token, self.words[OOV]) + 1, *ids)
+
+    def rows(self, words: Sequence[str]) -> numpy.ndarray:
+        """Each word's :meth:`row`, *Shape:* ``(n_words, word_columns + max_chars)``, int64."""
+        return numpy.array([self.row(word) for word in words], dtype=numpy.int64).reshape(
+            len(words), self.word_columns + self.max_chars
+        )
+
+    def batch(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """*Shape:* ``(n_sentences, max_tokens, word_columns + max_chars)``, int64 (as :class:`.char_ids.TokenIds`)."""
+        return padded_ids(sentences, self.rows, self.word_columns + self.max_chars)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Entries in id order, for serialization (read back with :func:`from_id_order`)."""
+        return {
+            "characters": sorted(self.characters, key=self.characters.__getitem__),
+            "words": None if self.words is None else sorted(self.words, key=self.words.__getitem__),
+            "max_chars": self.max_chars,
+        }
+
+
+def checked_entries(
+    entries: Sequence[Tuple[int, str, int]], specials: Tuple[str, ...], source: str, unit: str
+) -> Dict[str, int]:
+    """A vocabulary from its ``(position, entry, id)`` triples (position: a `unit` of `source`):
+    each id one entry's, every id below the number of entries, the `specials` among them.
+    Messages name positions, never entries: a vocabulary may be any file a link points at."""
+    ids: Dict[str, int] = {}
+    positions: Dict[int, int] = {}
+    for position, entry, i in entries:
+        if i in positions:
+            raise WeightsError(
+                f"{source}, {unit} {position}: id {i} is also the id of {unit} {positions[i]}; "
+                "each entry needs an id of its own"
+            )
+        positions[i] = position
+        ids[entry] = i
+    missing = [special for special in specials if special not in ids]
+    if missing:
+        raise WeightsError(f"{source}: lacks the entries {', '.join(missing)}")
+    for i, position in positions.items():
+        if i >= len(ids):
+            raise WeightsError(f"{source}, {unit} {position}: id {i} is not below the number of entries ({len(ids):,})")
+    return ids
+
+
+def from_id_order(keys: Any, specials: Tuple[str, ...], source: str) -> Dict[str, int]:
+    """The vocabulary that :meth:`DictionaryIds.to_dict` wrote as `keys`, checked (:func:`checked_entries`)."""
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise WeightsError(f"{source}: not a list of entries")
+    return checked_entries([(i + 1, key, i) for i, key in enumerate(keys)], specials, source, "entry")
+
+
+NAME = "ELMoForManyLangs"
+#: Pretraining reads UTF-8 bytes: it cannot continue a model of a character vocabulary.
+TRAINABLE = False
+
+
+def claims(path: PathLike) -> bool:
     """Whether `path` is a folder of ELMoForManyLangs files: its ``config.json`` and any
     other (the loader names those missing)."""
     path = Path(path)
@@ -54,9 +152,16 @@ def is_elmoformanylangs_folder(path: PathLike) -> bool:
     return path.is_dir() and (path / CONFIG_NAME).is_file() and any((path / name).exists() for name in others)
 
 
-def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
-    """Build an :class:`ElmoBiLM` from an ELMoForManyLangs model folder; every file is
-    checked (values, shapes, sizes) before its contents are used."""
+def model_files(folder: Path, options: Optional[Path] = None) -> Tuple[Path, Path]:
+    """The model folder and its ``config.json``, which names the rest (no other options file)."""
+    if options is not None:
+        raise OptionsError(f"{folder} is an ELMoForManyLangs model: its {CONFIG_NAME} names its model config, not {options}")
+    return folder, folder / CONFIG_NAME
+
+
+def load(folder: PathLike, options_file: Optional[PathLike] = None) -> ElmoBiLM:
+    """The biLM of an ELMoForManyLangs model folder (its ``config.json`` names the model
+    config, not `options_file`); every file checked (values, shapes, sizes) before use."""
     folder = Path(folder)
     options, token_ids = read_skeleton(folder)
     shapes = expected_shapes(options)
@@ -67,8 +172,7 @@ def load_elmoformanylangs(folder: PathLike) -> ElmoBiLM:
 
 
 def read_skeleton(folder: Path) -> Tuple[BiLMOptions, DictionaryIds]:
-    """The sizes and vocabularies of the model in `folder`, every value checked (its
-    size too), its state dicts not read."""
+    """The sizes and vocabularies of the model in `folder`, every value checked, its state dicts not read."""
     model_config, source = _model_config(folder)
     characters = read_dictionary(folder / "char.dic", CHARACTER_SPECIALS)
     has_words = OptionReader(model_config, source)("token_embedder.word_dim", int, minimum=0) > 0
@@ -155,7 +259,7 @@ def read_dictionary(path: Path, specials: Tuple[str, ...]) -> Dict[str, int]:
     """``char.dic`` or ``word.dic``: one ``entry<TAB>id`` a line, ids from 0, read as
     ELMoForManyLangs reads them (lines split as Python splits them, whitespace
     stripped; an entry that is all whitespace becomes U+3000), and checked
-    (:func:`~.dictionary_ids.checked_entries`)."""
+    (:func:`checked_entries`)."""
     data = read_regular_file(path, max_bytes=MAX_VOCABULARY_BYTES, error=WeightsError, what="Vocabulary")
     try:
         text = data.decode("utf8")
@@ -206,8 +310,7 @@ def expected_shapes(options: BiLMOptions) -> Dict[str, Dict[str, Tuple[int, ...]
 
 
 def _read_state(path: Path, shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, torch.Tensor]:
-    """A state dict saved by ``torch.save``, once its file's size fits the shapes
-    (:func:`~.state_dicts.read_state_dict` checks the rest)."""
+    """A state dict saved by ``torch.save``, once its file's size fits the shapes (read_state_dict checks the rest)."""
     check_regular_file(path, WeightsError, "Weights")
     if not path.is_file():
         raise WeightsError(f"Weights file not found: {path} (an ELMoForManyLangs model folder holds it)")
@@ -256,19 +359,22 @@ def _set_state(bilm: ElmoBiLM, embedder: Dict[str, torch.Tensor], encoder: Dict[
                 lstm.projections[layer][d].copy_(encoder[f"{prefix}.state_projection.weight"].T)
 
 
-def description(bilm: ElmoBiLM) -> Dict[str, Any]:
+def describe(bilm: ElmoBiLM) -> Optional[Dict[str, Any]]:
     """What rebuilds the skeleton of `bilm`, a model read by this module (with
-    :func:`from_description`): its sizes and vocabularies, as plain data."""
-    assert isinstance(bilm.token_ids, DictionaryIds)
+    :func:`rebuild`): its sizes and vocabularies, as plain data; None for another format's."""
+    if not isinstance(bilm.token_ids, DictionaryIds):
+        return None
     options = {f.name: getattr(bilm.options, f.name) for f in dataclasses.fields(BiLMOptions) if f.name != "extra"}
     options["filters"] = [list(pair) for pair in options["filters"]]
     return {DESCRIPTION_KEY: {"options": options, "token_ids": bilm.token_ids.to_dict()}}
 
 
-def from_description(data: Dict[str, Any]) -> ElmoBiLM:
-    """The skeleton :func:`description` describes (its weights come separately), checked
-    as a model folder is: its options as a model config (:func:`model_options`), its
-    vocabularies as ``char.dic`` and ``word.dic``."""
+def rebuild(data: Dict[str, Any]) -> Optional[ElmoBiLM]:
+    """The skeleton :func:`describe` describes (its weights come separately; None for another
+    format's description), checked as a model folder is: its options as a model config
+    (:func:`model_options`), its vocabularies as ``char.dic`` and ``word.dic``."""
+    if DESCRIPTION_KEY not in data:
+        return None
     source = "the serialized elmo model"
     try:
         stored = data[DESCRIPTION_KEY]

@@ -9,19 +9,16 @@ never hands a value back, which would make the host wait for it (on a GPU: a
 synchronisation). Indices travel as int32, token ids as int16 where they fit.
 """
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 import numpy
 import torch
 from torch import Tensor
 
 from .char_cnn import CacheLookup, GroupedTokens
-from .char_ids import BatchWords, ByteIds, distinct_rows
+from .char_ids import BatchWords, TokenIds, distinct_rows
 from .devices import DeviceLike, to_device
-from .dictionary_ids import DictionaryIds
 from .lstm import PackingPlan
-
-TokenIds = Union[ByteIds, DictionaryIds]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Read and write the published bilm-tf/AllenNLP format: `options.json` + `weights.hdf5`.
+"""Read and write the published bilm-tf/AllenNLP format: `options.json` + `weights.hdf5`;
+a model format of :mod:`.formats`, the one that claims every path no other claims.
 
 Every conversion is a pure re-arrangement (transpose, permutation, slicing), so a
 loaded-then-saved model has bit-identical datasets.
@@ -16,7 +17,7 @@ from ...errors import OptionsError, WeightsError, one_line
 from ...input_files import check_regular_file, read_regular_file
 from ...output_files import HDF5_OVERHEAD_BYTES, atomic_output_path
 from .bilm import ElmoBiLM
-from .char_ids import BYTE_IDS
+from .char_ids import ByteIds
 from .options import BiLMOptions
 
 PathLike = Union[str, Path]
@@ -35,6 +36,9 @@ _MODEL_TO_FILE_GATES = (0, 3, 1, 2)
 #: It is checked on what the files declare, before anything is read: an options.json and
 #: a weights.hdf5 of 29 KB together can declare a kernel of 75 GiB.
 MAX_PARAMETERS = 400_000_000
+NAME = "bilm-tf"
+#: Pretraining writes and continues this format.
+TRAINABLE = True
 # A chunk may hold this many values more than its dataset (HDF5 decompresses whole chunks).
 _CHUNK_SLACK = 1 << 20
 # What a weights dataset that is not numbers holds, by numpy's dtype kind.
@@ -346,7 +350,7 @@ def save_bilm(bilm: ElmoBiLM, directory: PathLike) -> Tuple[Path, Path]:
     """
     import h5py
 
-    if bilm.token_ids is not BYTE_IDS:
+    if not isinstance(bilm.token_ids, ByteIds):
         raise WeightsError(
             "This biLM reads a character vocabulary (an ELMoForManyLangs model), not UTF-8 bytes: "
             "the bilm-tf format cannot hold it"
@@ -372,3 +376,28 @@ def _lstm_prefix(direction: int, layer: int) -> str:
 def permute_gates(tensor: torch.Tensor, order: Tuple[int, ...]) -> torch.Tensor:
     blocks = tensor.chunk(4, dim=-1)
     return torch.cat([blocks[i] for i in order], dim=-1)
+
+
+def claims(path: PathLike) -> bool:
+    """Every path: the last format tried (:func:`model_files` says what is missing)."""
+    return True
+
+
+def model_files(path: PathLike, options: Optional[PathLike] = None) -> Tuple[Path, Path]:
+    """(weights file, options file) of a model directory or a weights file (:func:`resolve_paths`)."""
+    return resolve_paths(path, options)
+
+
+def load(path: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM:
+    """:func:`load_bilm`."""
+    return load_bilm(path, options)
+
+
+def describe(bilm: ElmoBiLM) -> Optional[Dict[str, Any]]:
+    """The skeleton of a biLM reading UTF-8 bytes: its options (None for another token ids')."""
+    return bilm.options.to_dict() if isinstance(bilm.token_ids, ByteIds) else None
+
+
+def rebuild(data: Dict[str, Any]) -> ElmoBiLM:
+    """The skeleton :func:`describe` describes, its options checked as `options.json`'s are."""
+    return ElmoBiLM(checked_options(data, "the serialized elmo model"))

@@ -12,7 +12,7 @@ from spacy_elmo.models.pytorch.elmoformanylangs_archive import (
     archive_members,
     unpack_archive,
 )
-from spacy_elmo.models.pytorch.elmoformanylangs_format import load_elmoformanylangs
+from spacy_elmo.models.pytorch.elmoformanylangs_format import load as load_elmoformanylangs
 
 MANYLANGS = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs" / "with_words"
 MODEL_FILES = ["char.dic", "cnn_6_5_8_16_sample.json", "config.json", "encoder.pkl", "token_embedder.pkl", "word.dic"]

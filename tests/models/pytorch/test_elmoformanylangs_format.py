@@ -11,9 +11,12 @@ import pytest
 import spacy
 import torch
 
-from spacy_elmo.errors import SpacyElmoError
+from spacy_elmo.errors import SpacyElmoError, WeightsError
 from spacy_elmo.models.loaders import load_model
-from spacy_elmo.models.pytorch.elmoformanylangs_format import load_elmoformanylangs
+from spacy_elmo.models.pytorch.elmoformanylangs_format import (
+    BOS, CHARACTER_SPECIALS, EOS, OOV, WORD_SPECIALS, DictionaryIds, checked_entries, from_id_order,
+)
+from spacy_elmo.models.pytorch.elmoformanylangs_format import load as load_elmoformanylangs
 from spacy_elmo.models.pytorch.original_format import save_bilm
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
@@ -164,13 +167,13 @@ def test_a_bad_file_gets_one_line(tmp_path, monkeypatch, name, damage, message):
     ("filters", "wide", "token_embedder.filters must be a list, got 'wide'"),
 ])
 def test_a_saved_pipelines_description_is_checked_before_a_model_is_built(field, value, message):
-    from spacy_elmo.models.pytorch.elmoformanylangs_format import DESCRIPTION_KEY, description, from_description
+    from spacy_elmo.models.pytorch.elmoformanylangs_format import DESCRIPTION_KEY, describe, rebuild
 
-    saved = description(load_elmoformanylangs(FIXTURES / "char_only"))
-    assert isinstance(from_description(saved), type(load_elmoformanylangs(FIXTURES / "char_only")))
+    saved = describe(load_elmoformanylangs(FIXTURES / "char_only"))
+    assert isinstance(rebuild(saved), type(load_elmoformanylangs(FIXTURES / "char_only")))
     saved[DESCRIPTION_KEY]["options"][field] = value
     with pytest.raises(SpacyElmoError, match=message):
-        from_description(saved)
+        rebuild(saved)
 
 
 def test_listeners_train_over_an_elmoformanylangs_model_and_fine_tuning_reaches_its_word_embedding():
@@ -200,3 +203,42 @@ def test_embed_says_one_line_for_a_damaged_elmoformanylangs_folder(tmp_path, cap
     assert code == 1 and not (tmp_path / "out.hdf5").exists()
     assert one_message(out + err).startswith("✘ ") and "char.dic, line 2: expected an entry, a tab and its id" in out + err
     assert "Traceback" not in out + err
+
+
+# Token ids: the word's id, then <eow>, the characters, <bow>, padding, all +1.
+CHARACTERS = {c: i for i, c in enumerate(CHARACTER_SPECIALS + tuple("abc"))}
+WORDS = {w: i for i, w in enumerate(WORD_SPECIALS + ("ab",))}
+
+
+def test_a_tokens_row_is_its_word_then_eow_characters_bow_and_padding_shifted_by_one():
+    ids = DictionaryIds(CHARACTERS, WORDS, max_chars=6)
+    eow, bow, pad, oov = (CHARACTERS[k] + 1 for k in ("<eow>", "<bow>", "<pad>", OOV))
+    assert ids.row("ab") == (WORDS["ab"] + 1, eow, CHARACTERS["a"] + 1, CHARACTERS["b"] + 1, bow, pad, pad)
+    assert ids.row("zz") == (WORDS[OOV] + 1, eow, oov, oov, bow, pad, pad)  # unknown word and characters
+    a, b, c = (CHARACTERS[k] + 1 for k in "abc")
+    assert ids.row("abcabc")[1:] == (eow, a, b, c, a, bow)  # cut to max_chars - 2 characters
+    wide = DictionaryIds(CHARACTERS, WORDS, max_chars=8)
+    assert wide.row(BOS)[1:4] == (eow, CHARACTERS[BOS] + 1, bow)  # a boundary is one character of its name
+    assert wide.boundary_rows == (wide.row(BOS), wide.row(EOS)) and ids.pad_id == pad
+
+
+def test_rows_are_each_words_row_and_no_words_give_one_column_less():
+    for words in (WORDS, None):
+        ids = DictionaryIds(CHARACTERS, words, max_chars=6)
+        tokens = ["ab", "zz", "", "abcabc", BOS]
+        rows = ids.rows(tokens)
+        assert [tuple(row) for row in rows.tolist()] == [ids.row(t) for t in tokens]
+        assert rows.shape == (5, ids.word_columns + 6) and ids.rows([]).shape == (0, ids.word_columns + 6)
+
+
+def test_entries_are_checked_and_read_back_in_id_order():
+    with pytest.raises(WeightsError, match="word.dic, line 3: id 0 is also the id of line 1"):
+        checked_entries([(1, BOS, 0), (2, EOS, 1), (3, OOV, 0)], WORD_SPECIALS, "word.dic", "line")
+    with pytest.raises(WeightsError, match="word.dic: lacks the entries <oov>"):
+        checked_entries([(1, BOS, 0), (2, EOS, 1)], WORD_SPECIALS, "word.dic", "line")
+    with pytest.raises(WeightsError, match=r"word.dic, line 3: id 7 is not below the number of entries \(3\)"):
+        checked_entries([(1, BOS, 0), (2, EOS, 1), (3, OOV, 7)], WORD_SPECIALS, "word.dic", "line")
+    saved = DictionaryIds(CHARACTERS, WORDS, max_chars=6).to_dict()
+    assert from_id_order(saved["words"], WORD_SPECIALS, "saved") == WORDS
+    with pytest.raises(WeightsError, match="saved: not a list of entries"):
+        from_id_order([1, 2], WORD_SPECIALS, "saved")

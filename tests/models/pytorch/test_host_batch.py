@@ -5,7 +5,7 @@ import numpy
 import torch
 
 from spacy_elmo.models.pytorch.char_ids import BOS_TOKEN, BYTE_IDS
-from spacy_elmo.models.pytorch.dictionary_ids import BOS, CHARACTER_SPECIALS, EOS, OOV, DictionaryIds
+from spacy_elmo.models.pytorch.elmoformanylangs_format import BOS, CHARACTER_SPECIALS, EOS, OOV, DictionaryIds
 from spacy_elmo.models.pytorch.char_ids import BatchWords
 from spacy_elmo.models.pytorch.host_batch import HostBatch
 

@@ -1,0 +1,70 @@
+"""The formats of biLM files spacy-elmo reads: each one module, registered in :data:`FORMATS`.
+
+A format module has the members of :class:`ModelFormat`. The first format that
+claims a path reads it; the bilm-tf/AllenNLP format, last, claims every path. A saved
+pipeline keeps a biLM's skeleton (sizes, token ids) as the format that loaded it
+describes it, and the first format that rebuilds that description rebuilds it.
+"""
+from pathlib import Path
+from typing import Any, Dict, Optional, Protocol, Tuple, Union, cast
+
+from ...errors import WeightsError
+from . import elmoformanylangs_format, original_format
+from .bilm import ElmoBiLM
+
+PathLike = Union[str, Path]
+
+
+class ModelFormat(Protocol):
+    """What a format module defines."""
+
+    #: How messages name the format.
+    NAME: str
+    #: Whether pretraining can continue its models (pretraining reads UTF-8 bytes).
+    TRAINABLE: bool
+
+    def claims(self, path: PathLike) -> bool:
+        """Whether `path` (a file or folder) is a model in this format."""
+
+    def model_files(self, path: Path, options: Optional[Path] = None) -> Tuple[Path, Path]:
+        """The (weights, options) files a model is read from, given its path and an options file or None."""
+
+    def load(self, path: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM:
+        """The biLM at `path`, every file checked."""
+
+    def describe(self, bilm: ElmoBiLM) -> Optional[Dict[str, Any]]:
+        """The skeleton of a biLM this format loaded, as plain data (None for another format's)."""
+
+    def rebuild(self, data: Dict[str, Any]) -> Optional[ElmoBiLM]:
+        """The skeleton `describe` gave `data` for, its weights unset (None: another format's data)."""
+
+
+FORMATS: Tuple[ModelFormat, ...] = cast(Tuple[ModelFormat, ...], (elmoformanylangs_format, original_format))
+
+
+def format_of(path: PathLike) -> ModelFormat:
+    """The format that reads `path`."""
+    return next(fmt for fmt in FORMATS if fmt.claims(path))
+
+
+def load_model(path: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM:
+    """A biLM in any format spacy-elmo reads (`options`: an options file where the format reads one)."""
+    return format_of(path).load(path, options)
+
+
+def describe(bilm: ElmoBiLM) -> Dict[str, Any]:
+    """The skeleton of `bilm` as the format that loaded it describes it."""
+    for fmt in FORMATS:
+        data = fmt.describe(bilm)
+        if data is not None:
+            return data
+    raise WeightsError(f"No model format describes a biLM of {type(bilm.token_ids).__name__}: it cannot be saved")
+
+
+def rebuild(data: Dict[str, Any]) -> ElmoBiLM:
+    """The biLM skeleton of a saved pipeline (:func:`describe`)."""
+    for fmt in FORMATS:
+        bilm = fmt.rebuild(data)
+        if bilm is not None:
+            return bilm
+    raise WeightsError("the serialized elmo model: no model format reads its description")
