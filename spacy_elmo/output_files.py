@@ -90,17 +90,23 @@ def check_output_file(
     path: PathLike, *, inputs: Iterable[PathLike] = (), others: Iterable[PathLike] = (), what: str = "Output"
 ) -> None:
     """Fail early (before any work) when `path` cannot become a new output file:
-    it is one of `inputs` or of the command's `others` outputs (also through links),
-    a directory or another file that is not a regular file (:func:`check_replaceable`),
+    it is one of `inputs`, or inside one that is a directory (a model folder, a
+    pipeline), or one of the command's `others` outputs (also through links), a
+    directory or another file that is not a regular file (:func:`check_replaceable`),
     or its directory cannot be created or written."""
     path = Path(path)
     if file_kind(path) == DIRECTORY:
         raise SpacyElmoError(f"{what} path is a directory: {path} (give a file name, e.g. {path / 'embeddings.hdf5'})")
     check_replaceable(path, what=f"{what} path")
-    for source in inputs:
-        if _same_file(path, Path(source)):
+    for source in map(Path, inputs):
+        if _same_file(path, source):
             raise SpacyElmoError(
                 f"{what} path {path} is the input {source}: refusing to overwrite it (give another output path)"
+            )
+        if file_kind(source) == DIRECTORY and source.resolve() in path.resolve().parents:
+            raise SpacyElmoError(
+                f"{what} path {path} is inside the input {source}: refusing to write among its files "
+                "(give a path outside it)"
             )
     for other in others:
         if _same_file(path, Path(other)):

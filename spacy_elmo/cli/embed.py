@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 
+import numpy
 import typer
 
 from .app import app
 from .device import select_device
-from ..errors import InputError, SettingsError
+from ..errors import InputError, SettingsError, SpacyElmoError
 from ..messages import warn
 from ..models.loaders import find_model, load_model
 from ..models.pytorch.embedder import ElmoEmbedder, name_numbers
@@ -144,7 +145,8 @@ def write_embeddings(
     import h5py
     from tqdm import tqdm
 
-    texts, for_tokens = itertools.tee(line for _, line in _read_lines(text))
+    numbered, for_tokens = itertools.tee(_read_lines(text))
+    for_tokens = (line for _, line in for_tokens)
     layers_per_line = embedder.embed((line.split() for line in for_tokens), warn=False)
     sentence_to_index: Dict[str, str] = {}
     interactive = sys.stderr.isatty()
@@ -155,11 +157,16 @@ def write_embeddings(
     # What the file still needs after the last dataset: the sentence index and HDF5's bookkeeping.
     closing_bytes = text.size + n_lines * _DATASET_BYTES + HDF5_OVERHEAD_BYTES
     with progress, atomic_output_path(output_path) as tmp, h5py.File(tmp, "w") as handle:
-        for index, (line, layers) in enumerate(zip(texts, layers_per_line)):
+        for index, ((number, line), layers) in enumerate(zip(numbered, layers_per_line)):
             if top:
                 layers = layers[-1]
             elif average:
                 layers = layers.mean(axis=0)
+            if not numpy.isfinite(layers).all():  # finite weights whose products overflow float32
+                raise SpacyElmoError(
+                    f"{text.name}, line {number}: the biLM's vectors are not finite (NaN or inf): its weights "
+                    "overflow float32; the output is not written"
+                )
             raise_if_terminated()
             check_space(tmp, layers.nbytes + closing_bytes, name=output_path)
             handle.create_dataset(str(index), data=layers, dtype="float32")

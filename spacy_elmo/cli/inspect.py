@@ -14,6 +14,7 @@ from wasabi import msg
 from .app import app
 from ..errors import InputError, SpacyElmoError, one_line
 from ..figures import agg_pyplot, save_figure
+from ..output_files import check_output_file
 
 
 class LayerMix(NamedTuple):
@@ -32,6 +33,8 @@ def inspect_command(
     ),
 ) -> None:
     """Print each ELMo component's layer weights softmax(s) and gamma."""
+    if png is not None:  # before the pipeline loads: never among its files
+        check_output_file(png, inputs=[Path(pipeline)] if Path(pipeline).exists() else [])
     mixes = layer_mixes(_load(pipeline))
     if not mixes:
         raise SpacyElmoError(f"No component of {pipeline} mixes ELMo layers (no trained scalar mix)")

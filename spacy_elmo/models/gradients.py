@@ -1,5 +1,8 @@
 """Gradient plumbing shared by the Thinc layers."""
+import math
 from typing import Any, List, Sequence, TypeVar
+
+from ..errors import SettingsError
 
 ArrayT = TypeVar("ArrayT")
 
@@ -16,3 +19,10 @@ def scale_gradients(gradients: Sequence[ArrayT], factor: float) -> List[ArrayT]:
     if factor == 1.0:
         return list(gradients)
     return [d * factor for d in gradients]  # type: ignore[operator]
+
+
+def check_grad_factor(grad_factor: Any) -> float:
+    """A listener's ``grad_factor``: a finite number (NaN would reach every weight of a fine-tuned biLM)."""
+    if isinstance(grad_factor, bool) or not isinstance(grad_factor, (int, float)) or not math.isfinite(grad_factor):
+        raise SettingsError(f"grad_factor must be a finite number, got {grad_factor!r}")
+    return float(grad_factor)

@@ -15,7 +15,7 @@ from thinc.types import Floats2d, Floats3d
 from ..doc_data import doc_data
 from ..errors import SettingsError
 from .task_head import build_task_head, set_task_head_dims, zero_layers
-from .gradients import scale_gradients
+from .gradients import check_grad_factor, scale_gradients
 from .types import LayersBackpropT, ScalarMixModelT, TaskHeadModelT, Tok2VecModelT
 
 
@@ -41,7 +41,7 @@ def build_elmo_listener_v1(
     grad_factor (float): scales the gradient sent to a fine-tuned biLM.
     """
     head = build_task_head(mixer=mixer, token_embedding=token_embedding, width=width)
-    return ElmoListener(upstream_name=upstream, head=head, grad_factor=grad_factor)
+    return ElmoListener(upstream_name=upstream, head=head, grad_factor=check_grad_factor(grad_factor))
 
 
 class ElmoListener(Model):

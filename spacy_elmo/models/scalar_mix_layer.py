@@ -5,6 +5,7 @@
 built when the number of layers is known: from ``n_layers``, from the biLM the
 listener is linked to, or from the first batch it is initialized with.
 """
+import math
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -51,8 +52,17 @@ def build_scalar_mix_v1(
     *Input:* per Doc, *Shape:* ``(n_layers, n_tokens, width)``; *output:* per
     Doc, *Shape:* ``(n_tokens, width)``.
     """
+    if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):
+        raise SettingsError(f"mixer.n_layers must be null or a positive number of layers, got {n_layers!r}")
+    for name, value in (("initial_gamma", initial_gamma), ("dropout", dropout), ("l2_penalty", l2_penalty),
+                        *(("initial_weights", w) for w in initial_weights or ())):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            kind = "finite numbers" if name == "initial_weights" else "a finite number"
+            raise SettingsError(f"mixer.{name} must be {kind}, got {value!r}")
     if l2_penalty < 0:
         raise SettingsError(f"l2_penalty must not be negative, got {l2_penalty}")
+    if not 0 <= dropout < 1:
+        raise SettingsError(f"mixer.dropout must be in [0, 1), got {dropout}")
     if initial_weights is not None and n_layers is not None:
         _check_initial_weights(initial_weights, n_layers, f"mixer.n_layers is {n_layers}")
     settings = {

@@ -12,7 +12,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .task_head import build_task_head, set_task_head_dims
-from .gradients import scale_gradients
+from .gradients import check_grad_factor, scale_gradients
 from .types import BiLMModelT, ScalarMixModelT, TaskHeadModelT, Tok2VecModelT
 
 
@@ -33,7 +33,7 @@ def build_tok2vec_elmo_v1(
     mixer, token_embedding, width, grad_factor: as for ``spacy-elmo.ElmoListener.v1``.
     """
     head = build_task_head(mixer=mixer, token_embedding=token_embedding, width=width)
-    return tok2vec_elmo(bilm, head, frozen=frozen, grad_factor=grad_factor)
+    return tok2vec_elmo(bilm, head, frozen=frozen, grad_factor=check_grad_factor(grad_factor))
 
 
 def tok2vec_elmo(

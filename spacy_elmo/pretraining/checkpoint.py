@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 import torch
 
 from ..errors import CheckpointError, ConfigError, one_line
-from ..models.pytorch.state_dicts import check_tensor
+from ..models.pytorch.state_dicts import check_tensor, check_uncompressed
 from ..output_files import atomic_output_path
 from .config import ModelConfig, PretrainConfig, resolve_model
 from .batch_worker import PreparedBatches
@@ -63,6 +63,7 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"No checkpoint at {path} (nothing to resume)")
+    check_uncompressed(path, str(path), error=CheckpointError)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as err:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, one_line
 from ..models.pytorch.char_ids import MAX_BYTES_PER_TOKEN
 from ..output_files import file_kind
 from .docbin_files import read_docbin
@@ -125,13 +125,21 @@ def _json_text(line: str, field: str, where: str) -> str:
 
 
 def blank_language(code: str) -> Optional["Language"]:
-    """spaCy's blank pipeline of the language `code` (its tokenizer), or None when `code` names no language."""
+    """spaCy's blank pipeline of the language `code` (its tokenizer), or None when `code` names
+    no language; a language whose tokenizer needs a package not installed is a :class:`ConfigError`."""
     import spacy
 
     try:
-        return spacy.blank(code)
+        spacy.util.get_lang_class(code)
     except (ImportError, AttributeError, KeyError, ValueError):  # AttributeError: "en.stop_words", a module
         return None
+    try:
+        return spacy.blank(code)
+    except ImportError as err:  # Japanese needs SudachiPy, Thai PyThaiNLP, ...
+        raise ConfigError(
+            f"corpus.tokenizer = {code!r}: spaCy's {code!r} tokenizer needs a package that is not installed "
+            f"({one_line(err, 200)}); install it, or use {WHITESPACE_TOKENIZER!r}"
+        ) from None
 
 
 class TextSplitter:

@@ -6,12 +6,13 @@ weights.hdf5), its softmax and vocabulary, and the config, whose corpus settings
 The unigram baseline counts the run's training text again; its tokenized files make
 that a read of the tokenized file, not a second tokenization.
 """
+import math
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ..errors import InputError
+from ..errors import InputError, WeightsError
 from ..models.loaders import find_model
 from ..named_models import NAMED_MODELS, is_downloaded, language_model_folder
 from .assembly import assemble_model
@@ -72,6 +73,10 @@ def run_perplexity(
         result = held_out_perplexity(
             model.to(processes.device), vocab, sentences, processes=processes,
             tokens_per_batch=config.training.eval_tokens_per_batch, precision=config.training.precision,
+        )
+    if not math.isfinite(result["dev_perplexity"]):  # finite weights whose products overflow float32
+        raise WeightsError(
+            f"{run_dir}: the perplexity is not finite (NaN or inf): the biLM's or the softmax's weights overflow float32"
         )
     result["sentences"] = len(sentences)
     if unigram:

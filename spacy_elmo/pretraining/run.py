@@ -87,6 +87,7 @@ class PretrainRun:
 
     def run(self) -> Dict[str, Any]:
         check_output_dir(self.directory.path, inputs=self._corpus_roots())
+        self._check_apart_from_init_from()
         if not self.processes.is_main:
             return self._run()
         # The main process writes the directory; it holds it so no second run writes there too.
@@ -109,6 +110,21 @@ class PretrainRun:
         if corpus.dev:
             roots["corpus.dev"] = corpus_root(corpus.dev)
         return roots
+
+    def _check_apart_from_init_from(self) -> None:
+        """The run writes options.json, weights.hdf5 and the language model's files: never over the model it starts from."""
+        if self.init_from is None:
+            return
+        folders = [path if path.is_dir() else path.parent for path in self.init_from if path is not None]
+        if self.init_language_model is not None:
+            folders.append(Path(self.init_language_model))
+        output = self.directory.path.resolve()
+        for folder in folders:
+            if folder.resolve() == output:
+                raise ConfigError(
+                    f"Output directory {self.directory.path} holds the --init-from model ({folder}): its files would "
+                    "be overwritten; choose another output directory"
+                )
 
     def _continue_or_move_aside(self, held: contextlib.ExitStack) -> bool:
         """For :data:`AUTO`, on the main process holding the directory: True when the run

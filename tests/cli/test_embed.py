@@ -523,3 +523,29 @@ def test_sigterm_removes_the_temp_file_and_publishes_nothing(tmp_path, weights_f
     assert process.returncode != 0, output
     assert "Wrote" not in output
     assert list(out_dir.iterdir()) == []
+
+
+def test_an_output_inside_the_model_folder_is_refused_before_any_file_changes(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "model"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "elmoformanylangs" / "with_words", folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    text = write_lines(tmp_path / "in.txt", ["a b"])
+    code, out, err = run_embed(capsys, monkeypatch, text, folder / "encoder.pkl", "--weights", folder)
+    assert code == 1 and f"is inside the input {folder}: refusing to write among its files" in one_message(out + err)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_vectors_that_overflow_float32_are_not_written(allennlp_model_dir, tmp_path, capsys, monkeypatch):
+    """Every weight finite, their products not: the command fails in one line, no output."""
+    model = tmp_path / "model"
+    shutil.copytree(allennlp_model_dir, model)
+    with h5py.File(model / "lm_weights.hdf5", "r+") as handle:
+        for name in [n for n in handle["CNN"] if n.startswith("W_cnn")]:
+            handle["CNN"][name][...] = numpy.full(handle["CNN"][name].shape, 3e38, dtype="f4")
+    text = write_lines(tmp_path / "in.txt", ["a b", "c"])
+    output = tmp_path / "out.hdf5"
+    code, out, err = run_embed(
+        capsys, monkeypatch, text, output, "--weights", model / "lm_weights.hdf5", "--options", model / "options.json"
+    )
+    assert code == 1 and "in.txt, line 1: the biLM's vectors are not finite" in one_message(out + err)
+    assert not output.exists() and "Traceback" not in err

@@ -1,4 +1,6 @@
 """`spacy-elmo init-config`: the commented default pretraining config, to a file or stdout."""
+import pytest
+
 from spacy_elmo.pretraining.config import load_config
 from spacy_elmo.pretraining.default_config import default_config_text
 
@@ -35,3 +37,16 @@ def test_init_config_to_stdout_prints_the_default_config_exactly_and_writes_no_f
     code, out, err = run_cli(capsys, monkeypatch, "init-config", "-", "--size", "compact", "--lang", "de")
     assert (code, out, err) == (0, default_config_text(size="compact", lang="de"), "")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_language_whose_tokenizer_needs_another_package_says_so(tmp_path, capsys, monkeypatch):
+    """Japanese is a spaCy language code; its tokenizer needs SudachiPy, not installed with spacy-elmo."""
+    try:
+        import sudachipy  # noqa: F401
+        pytest.skip("SudachiPy is installed here")
+    except ImportError:
+        pass
+    code, out, err = run_cli(capsys, monkeypatch, "init-config", "-", "--lang", "ja")
+    message = " ".join((out + err).split())
+    assert code == 1 and "corpus.tokenizer = 'ja': spaCy's 'ja' tokenizer needs a package that is not installed" in message
+    assert "not a spaCy language code" not in message and "Traceback" not in message

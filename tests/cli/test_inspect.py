@@ -75,3 +75,11 @@ def test_a_truncated_pipeline_is_one_line(trained_dir, tmp_path, capsys, monkeyp
     code, out, err = run_inspect(capsys, monkeypatch, damaged)
     assert code == 1 and "elmo is damaged or incomplete" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_chart_among_the_pipelines_files_is_refused_before_it_loads(trained_dir, capsys, monkeypatch):
+    meta = trained_dir / "meta.json"
+    before = meta.read_bytes()
+    code, out, err = run_inspect(capsys, monkeypatch, trained_dir, "--png", meta)
+    assert code == 1 and "is inside the input" in err and "Traceback" not in err
+    assert meta.read_bytes() == before

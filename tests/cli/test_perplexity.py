@@ -1,4 +1,10 @@
 """`spacy-elmo perplexity RUN TEXT`: one line of figures, or one line of error."""
+import hashlib
+import json
+
+import h5py
+import numpy
+
 from spacy_elmo.pretraining.run import pretrain
 
 from ..conftest import run_cli
@@ -23,3 +29,18 @@ def test_a_shipped_model_is_scored_by_name(tmp_path, capsys, monkeypatch, one_to
     code, out, err = run_cli(capsys, monkeypatch, "perplexity", "english-compact", text)
     assert code == 0, err
     assert "✔ 2 sentences, 15 predictions: perplexity" in " ".join(out.split())
+
+
+def test_a_perplexity_that_is_not_finite_is_an_error(tmp_path, reference_dir, capsys, monkeypatch, one_torch_thread):
+    text = reference_dir / "bilm-tf" / "train" / "data.txt"
+    pretrain(fast_config(text, text, training__max_steps=2), tmp_path / "run")
+    with h5py.File(tmp_path / "run" / "softmax.hdf5", "r+") as handle:
+        names = []
+        handle.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        for name in names:
+            handle[name][...] = numpy.full(handle[name].shape, 3e38, dtype="f4")
+    manifest = json.loads((tmp_path / "run" / "export.json").read_text())  # the change made as a run would
+    manifest["sha256"]["softmax.hdf5"] = hashlib.sha256((tmp_path / "run" / "softmax.hdf5").read_bytes()).hexdigest()
+    (tmp_path / "run" / "export.json").write_text(json.dumps(manifest))
+    code, out, err = run_cli(capsys, monkeypatch, "perplexity", tmp_path / "run", text)
+    assert code == 1 and "the perplexity is not finite" in err and "Traceback" not in err

@@ -2,7 +2,8 @@
 import numpy
 import pytest
 
-from spacy_elmo.models.gradients import no_gradient, scale_gradients
+from spacy_elmo.errors import SettingsError
+from spacy_elmo.models.gradients import check_grad_factor, no_gradient, scale_gradients
 
 
 @pytest.mark.parametrize("d_outputs", [[numpy.ones((2, 3), dtype="f")], None, []])
@@ -32,3 +33,10 @@ def test_each_gradient_is_multiplied_by_the_factor_and_the_inputs_are_left_uncha
 
 def test_no_gradients_scale_to_no_gradients():
     assert scale_gradients([], 0.5) == []
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "1", True])
+def test_a_grad_factor_that_is_not_a_finite_number_is_refused(value):
+    with pytest.raises(SettingsError, match="grad_factor must be a finite number"):
+        check_grad_factor(value)
+    assert check_grad_factor(0.5) == 0.5

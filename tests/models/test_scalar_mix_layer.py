@@ -149,3 +149,17 @@ def test_serialization_before_and_after_initialize():
     numpy.testing.assert_array_equal(loaded.predict(X)[0], trained.predict(X)[0])
     assert get_mix(loaded).dropout.p == 0.1
     assert loaded.get_dim("nL") == 3
+
+
+@pytest.mark.parametrize("setting,value,message", [
+    ("initial_gamma", float("nan"), "mixer.initial_gamma must be a finite number, got nan"),
+    ("initial_gamma", float("inf"), "mixer.initial_gamma must be a finite number, got inf"),
+    ("initial_weights", [0.0, float("nan"), 0.0], "mixer.initial_weights must be finite numbers, got nan"),
+    ("l2_penalty", float("nan"), "mixer.l2_penalty must be a finite number, got nan"),
+    ("dropout", 2.0, r"mixer.dropout must be in \[0, 1\), got 2.0"),
+    ("dropout", -0.1, r"mixer.dropout must be in \[0, 1\), got -0.1"),
+    ("n_layers", 0, "mixer.n_layers must be null or a positive number of layers, got 0"),
+])
+def test_settings_that_would_train_nan_or_fail_in_torch_are_refused_when_built(setting, value, message):
+    with pytest.raises(SettingsError, match=message):
+        build_scalar_mix_v1(**{setting: value})

@@ -477,3 +477,15 @@ def test_init_from_a_model_pretraining_cannot_continue_is_refused_before_anythin
     with pytest.raises(ConfigError, match="an ELMoForManyLangs model cannot be trained here; pretraining reads UTF-8"):
         pretrain(fast_config(tiny_text), tmp_path / "out", init_from=folder)
     assert not (tmp_path / "out").exists()
+
+
+def test_init_from_the_output_directory_is_refused_and_its_model_kept(trained, tmp_path):
+    output_dir, _, text = trained
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("options.json", "weights.hdf5"):
+        shutil.copy(output_dir / name, model / name)
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    with pytest.raises(ConfigError, match="holds the --init-from model .*would be overwritten"):
+        pretrain(fast_config(text), model, init_from=model)
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before

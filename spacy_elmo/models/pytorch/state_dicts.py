@@ -1,8 +1,12 @@
 """Reading a torch state dict from a file that may be damaged or hostile: no code runs
-(``weights_only``), and it must hold exactly the expected tensors, of their shapes,
-dense and real with finite values, before a model takes them."""
+(``weights_only``), nothing inflates (``torch.save`` stores its records uncompressed,
+so a compressed one is refused before it is read), and it must hold exactly the
+expected tensors, of their shapes, dense and real with finite values, before a model
+takes them."""
+import math
+import zipfile
 from pathlib import Path
-from typing import IO, Any, Dict, Tuple, Union
+from typing import IO, Any, Dict, Optional, Tuple, Type, Union
 
 import torch
 
@@ -12,6 +16,8 @@ from ...errors import WeightsError, one_line
 def read_state_dict(source: Union[Path, IO[bytes]], shapes: Dict[str, Tuple[int, ...]], whose: str) -> Dict[str, torch.Tensor]:
     """The tensors of `source` (a file, or bytes as a stream) named and shaped as in
     `shapes`; anything else is one :class:`WeightsError` that starts with `whose`."""
+    # At most 8 bytes a value (float64) and 1 MB of pickle and padding.
+    check_uncompressed(source, whose, max_bytes=8 * sum(math.prod(shape) for shape in shapes.values()) + (1 << 20))
     try:
         state: Any = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises assorted errors for bad or unsafe bytes
@@ -53,3 +59,27 @@ def check_tensor(name: str, tensor: torch.Tensor, whose: str) -> None:
         raise WeightsError(
             f"{whose}: '{name}' is a {found[0]} tensor, not dense real numbers; the file is damaged or not weights"
         )
+
+
+def check_uncompressed(
+    source: Union[Path, IO[bytes]], whose: str, *, max_bytes: Optional[int] = None, error: Type[Exception] = WeightsError
+) -> None:
+    """Refuse a torch zip file with a compressed record (a few KB could inflate to GBs) or
+    whose records would take more than `max_bytes`; a file in torch's older layout (not a
+    zip) holds its records as they are and passes."""
+    try:
+        with zipfile.ZipFile(source) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return  # not a zip: torch.load reads it, or says why not
+    finally:
+        if hasattr(source, "seek"):
+            source.seek(0)
+    for member in members:
+        if member.compress_type != zipfile.ZIP_STORED:
+            raise error(
+                f"{whose}: its record {member.filename} is compressed, which torch.save never does; refused before reading"
+            )
+    total = sum(member.file_size for member in members)
+    if max_bytes is not None and total > max_bytes:
+        raise error(f"{whose}: its records take {total:,} bytes, more than the {max_bytes:,} its tensors need")

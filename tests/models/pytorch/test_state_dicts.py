@@ -2,6 +2,7 @@
 the expected tensors, of their shapes, dense, real and finite, are taken."""
 import io
 import re
+import zipfile
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from spacy_elmo.errors import WeightsError
 from spacy_elmo.models.pytorch.state_dicts import (
     check_state_dict,
     check_tensor,
+    check_uncompressed,
     read_state_dict,
 )
 
@@ -99,3 +101,33 @@ def test_tensors_that_are_not_dense_real_numbers_are_refused_naming_their_kind(k
 def test_dense_real_tensors_of_any_dtype_pass_check_tensor():
     for tensor in (torch.zeros(2), torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.bfloat16)):
         check_tensor("t", tensor, "model")
+
+
+def _recompressed(buffer: io.BytesIO) -> io.BytesIO:
+    """The records of `buffer` deflated: what torch.load reads but torch.save never writes."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(buffer) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info.filename, source.read(info))
+    out.seek(0)
+    return out
+
+
+def test_a_compressed_record_is_refused_before_it_inflates():
+    bomb = _recompressed(_saved({**_state(), "junk": torch.zeros(1_000_000)}))
+    assert len(bomb.getvalue()) < 20_000  # 4 MB of zeros in a few KB
+    with pytest.raises(WeightsError, match=r"^model: its record .*/data.pkl is compressed, which torch.save never does"):
+        read_state_dict(bomb, SHAPES, "model")
+
+
+def test_records_larger_than_the_tensors_need_are_refused_before_reading():
+    with pytest.raises(WeightsError, match=r"^model: its records take [\d,]+ bytes, more than the 1,048,704 its tensors need"):
+        read_state_dict(_saved({**_state(), "junk": torch.zeros(1_000_000)}), SHAPES, "model")
+
+
+def test_what_torch_save_writes_passes_and_the_stream_is_read_from_its_start():
+    buffer = _saved(_state())
+    check_uncompressed(buffer, "model", max_bytes=1 << 20)
+    assert buffer.tell() == 0
+    assert set(read_state_dict(buffer, SHAPES, "model")) == set(SHAPES)
+    check_uncompressed(io.BytesIO(b"not a zip: torch's older layout"), "model")  # left to torch.load
