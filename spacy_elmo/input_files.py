@@ -5,6 +5,7 @@ comes and a device such as ``/dev/zero`` never ends, and of a bounded size.
 A path may be a link to a regular file. Messages name the path, never what the file
 holds: a link may point at any file the user can read.
 """
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -45,3 +46,12 @@ def check_regular_file(path: Path, error: Type[Exception], what: str) -> None:
     kind = file_kind(path)
     if kind not in (None, REGULAR_FILE):
         raise error(f"{what} path {path} is {kind}, not a regular file")
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a MB at a time."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

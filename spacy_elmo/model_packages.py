@@ -8,13 +8,13 @@ installed package, else that package's folder in the checkout spacy-elmo runs fr
 editable install), else the model's folder in the cache, where files put by hand are checked
 by SHA-256. One error names every file missing and what installs it.
 """
-import hashlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 from .errors import InputError
+from .input_files import file_sha256
 
 #: The packages of spacy-elmo's own models in a checkout (where spacy-elmo runs from one).
 CHECKOUT_MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -79,17 +79,10 @@ def _part_folder(name: str, part: ModelPart, cache_folder: Path) -> Optional[Pat
         return None
     for file_name, checksum in part.checksums:  # put there by hand: they must be this model's
         path = cache_folder / file_name
-        if _sha256(path) != checksum:
+        if file_sha256(path) != checksum:
             raise InputError(
                 f"{path} is not {name}'s {file_name} (its SHA-256 differs); put {name}'s own there, or "
                 f"delete it and install it: pip install {part.install_hint()}"
             )
     return cache_folder
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

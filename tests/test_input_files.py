@@ -97,3 +97,13 @@ def test_check_regular_file_refuses_a_link_to_a_fifo_and_a_directory(tmp_path):
     assert str(err.value) == f"Weights path {tmp_path / 'link'} is a FIFO (named pipe), not a regular file"
     with pytest.raises(InputError, match="is a directory, not a regular file"):
         check_regular_file(tmp_path, InputError, "Weights")
+
+
+def test_file_sha256_is_the_digest_of_the_files_bytes(tmp_path):
+    import hashlib
+
+    from spacy_elmo.input_files import file_sha256
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * (3 << 20) + b"end")  # more than one block
+    assert file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()

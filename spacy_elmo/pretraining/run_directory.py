@@ -7,7 +7,6 @@ statistics, the metrics log and its plot, the checkpoint and the tokenized files
 user's own files there are left alone.
 """
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Set, Union
 
 from ..errors import InputError, one_line
+from ..input_files import file_sha256
 from ..models.pytorch.original_format import OPTIONS_NAME, WEIGHTS_NAME, save_bilm
 from ..output_files import REGULAR_FILE, atomic_output_path, file_kind, remove_stale_temp_files
 from .config import PretrainConfig, load_config
@@ -126,18 +126,9 @@ class RunDirectory:
 
     def _digests(self) -> Dict[str, Optional[str]]:
         """Each exported file's SHA-256 (None: not a regular file)."""
-        digests: Dict[str, Optional[str]] = {}
-        for name in EXPORTED:
-            path = self.path / name
-            if not path.is_file():
-                digests[name] = None
-                continue
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            digests[name] = digest.hexdigest()
-        return digests
+        return {
+            name: file_sha256(self.path / name) if (self.path / name).is_file() else None for name in EXPORTED
+        }
 
     def remove_stale_temp_files(self) -> None:
         """Remove what a run killed while saving left: in the directory only temporary

@@ -389,3 +389,31 @@ def test_train_vectors_refuses_bad_input_with_one_line(tmp_path: Path, monkeypat
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], lines
     assert sorted(path.name for path in tmp_path.iterdir()) == before
+
+
+evaluate_script = load_script("evaluate")
+
+
+def test_evaluate_writes_raw_text_and_one_sentence_scores_per_pipeline(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    pipelines = []
+    for name in ("ud_baseline", "ud_elmo"):
+        path = tmp_path / "training" / name / "model-best"
+        path.parent.mkdir(parents=True)
+        nlp.to_disk(path)
+        pipelines.append(path)
+    reference = nlp("One sentence here. And a second one.")
+    for token in reference:
+        token.is_sent_start = token.i in (0, 4)
+    data = tmp_path / "dev.spacy"
+    DocBin(docs=[reference]).to_disk(data)
+    evaluate_script.main(data, tmp_path / "metrics", pipelines, gpu_id=-1)
+    assert sorted(p.name for p in (tmp_path / "metrics").iterdir()) == [
+        "ud_baseline.json", "ud_baseline_sentences.json", "ud_elmo.json", "ud_elmo_sentences.json",
+    ]
+    raw = json.loads((tmp_path / "metrics" / "ud_elmo.json").read_text())
+    assert raw["sents_f"] == 1.0 and raw["speed"] > 0  # what `spacy evaluate --output` writes
+    assert evaluate_script.output_name(Path("training/sample/ner_elmo/model-best")) == "ner_elmo"
+    with pytest.raises(SystemExit):
+        evaluate_script.main(data, tmp_path / "metrics", [pipelines[0], pipelines[0]], gpu_id=-1)
