@@ -1,9 +1,6 @@
 """One run per output directory: an OS lock that dies with its process.
 
-Two ``pretrain`` runs writing into one directory would interleave their metrics
-and overwrite each other's checkpoints. The lock is ``flock`` on the directory
-itself: no lock file to clean up, and a killed run (even by SIGKILL) never
-leaves a stale lock, because the kernel drops it with the process.
+``flock`` on the directory itself: no lock file to clean up, and a killed run (even by SIGKILL) leaves no stale lock.
 """
 import contextlib
 import fcntl

@@ -1,22 +1,8 @@
 """What the elmo component keeps on each Doc: ``doc._.elmo``.
 
-An :class:`ElmoDocData` holds every biLM layer of every token, so each
-downstream component can mix them its own way. It serializes with the Doc
-(``Doc.to_bytes``, ``DocBin(store_user_data=True)``, ``nlp.pipe(n_process=2)``)
-through msgpack hooks registered with srsly when this module is imported (by
-the elmo component): import ``spacy_elmo.doc_data`` before reading Docs saved
-elsewhere. (Not an srsly entry point: srsly loads those while spaCy itself is
-being imported, and this module needs spaCy.) To drop it from Docs you keep, add
-spaCy's ``doc_cleaner`` with ``attrs = {"_.elmo": None, "tensor": None}``.
-
-Contextual ``.vector`` and ``.similarity`` for tokens, spans and Docs
-(:func:`set_vector_hooks`) read a mix of ``doc._.elmo``, so "bank" of a river and
-"bank" that lends money get different vectors and a similarity below 1. Doc
-hooks are not serialized (spaCy warns W109 on ``Doc.to_bytes``), so in the worker
-processes of ``nlp.pipe(n_process=2)`` none are set; ``doc._.elmo`` travels and
-names the mix its hooks read, and the pipeline's ``nlp.pipe`` sets them again on
-the Docs that come back (:func:`keep_hooks_across_processes`). On Docs read from
-bytes elsewhere (a ``DocBin``), call :func:`restore_vector_hooks`.
+It serializes with the Doc through srsly msgpack hooks registered on import (not an srsly entry point: srsly loads
+those while spaCy imports), so import this module before reading Docs saved elsewhere. Doc hooks are not serialized
+(W109): on Docs read from bytes outside the pipeline's ``nlp.pipe``, call :func:`restore_vector_hooks`.
 """
 import sys
 from dataclasses import dataclass

@@ -1,14 +1,7 @@
 """Download one file into a cache, once: verified, atomic, with a progress bar.
 
-A download writes to a temporary file beside the destination and renames it only
-when every byte the server announced has arrived and the caller's check accepts the
-content (for a model: options that pass every check, an HDF5 file whose every dataset reads);
-an interrupted download leaves nothing behind and simply starts again next time.
-A file already in place is used without any network. Redirects are followed only to
-http(s), a file may not exceed `MAX_BYTES` nor take longer than `DEADLINE_S`, whatever
-the server sends, and credentials in a URL (user info, query values) never appear in
-a message. A URL that urllib would read otherwise than it looks (a password holding a
-space, "/", "?", "#" or "@") is refused before any connection.
+A download goes to a temporary file beside the destination, renamed only once every announced byte has arrived and
+the caller's check accepts it: an interrupted download leaves nothing behind. A file in place needs no network.
 """
 import contextlib
 import http.client

@@ -1,9 +1,7 @@
-"""Input files read whole (vocabularies, options, model configs) or handed to a reader
-(weights, a saved component): regular files only, since a FIFO blocks until a writer
-comes and a device such as ``/dev/zero`` never ends, and of a bounded size.
+"""Input files read whole or handed to a reader: regular files only, of a bounded size.
 
-A path may be a link to a regular file. Messages name the path, never what the file
-holds: a link may point at any file the user can read.
+A FIFO blocks until a writer comes and a device such as ``/dev/zero`` never ends; a link to a regular file is fine.
+Messages name the path, never what the file holds: a link may point at any file the user can read.
 """
 import hashlib
 import os

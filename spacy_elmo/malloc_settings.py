@@ -1,14 +1,8 @@
-"""Keep freed memory in the process heap, for long runs that allocate the same large
-blocks every step.
+"""Keep freed memory in the process heap, for long runs that allocate the same large blocks every step.
 
-A pretraining step on the CPU allocates the same large temporaries again and again (the
-sampled softmax's logits alone: 16,384 predictions x 4,097 words x 4 bytes = 268 MB).
-glibc serves blocks above its mmap threshold (at most 32 MB) with a fresh `mmap` and
-unmaps them when they are freed, so every step the kernel maps those pages in again, one
-page fault per 4 kB: measured on a 2-core machine, a third of the run's CPU time went to
-the kernel. With mmap off and no trimming, freed blocks stay in the heap and the next
-step reuses them. The process keeps its peak memory instead of giving it back between
-steps, which is what a training run wants.
+glibc maps blocks above its mmap threshold afresh and unmaps them when freed, so each CPU pretraining step faulted its
+large temporaries (the sampled softmax's logits: 268 MB) in again: a third of the CPU time, measured on 2 cores.
+Reusing the heap keeps the peak memory instead, which is what a training run wants.
 """
 import ctypes
 import ctypes.util

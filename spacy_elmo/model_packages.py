@@ -1,12 +1,8 @@
-"""The files of spacy-elmo's own models, which install as Python packages built from this
-repository, as spaCy ships its pipelines: `english-compact`'s biLM in spacy-elmo itself, the
-rest (`portuguese-compact`, each model's softmax and vocabulary) each in a package of its own
-in the checkout's models/ folder (``pip install ./models/portuguese-compact``).
+"""The files of spacy-elmo's own models, which install as Python packages built from this repository.
 
-A part of a model (its biLM; its softmax and vocabulary) is found whole in one place: its
-installed package, else that package's folder in the checkout spacy-elmo runs from (an
-editable install), else the model's folder in the cache, where files put by hand are checked
-by SHA-256. One error names every file missing and what installs it.
+A model's part (its biLM; its softmax and vocabulary) is found whole in one place: its installed package, else that
+package's folder in the checkout (an editable install), else the model's folder in the cache, checked by SHA-256.
+One error names every file missing and what installs it.
 """
 import importlib.util
 from dataclasses import dataclass

@@ -1,22 +1,7 @@
-"""ELMo models by name: spacy-elmo's own English and Portuguese biLMs (in packages built
-from this repository), and published models (AllenNLP/bilm-tf's, contributed ones,
-ELMoForManyLangs'), downloaded on first use into a cache directory.
+"""ELMo models by name: spacy-elmo's own biLMs and published ones, downloaded on first use into a cache directory.
 
-    model_files("english-compact")  # in the installed package, offline
-    model_files("small", verify=check)  # downloaded once (kept when `check` accepts it)
-    language_model_folder("english-compact")  # its softmax.hdf5 and vocab.txt (another package)
-    locate_vectors("english-compact")  # the floret vectors shipped beside it (spaCy format)
-
-spacy-elmo's own models are split by what reads them: `english-compact`'s biLM and vectors
-are in the spacy-elmo package; `portuguese-compact`'s biLM and each model's softmax and
-vocabulary (read to continue its language model and for its perplexity) are packages of their
-own in the checkout's `models/` folder. Their files are found in the installed package, else
-in that folder of the checkout spacy-elmo runs from, else in the model cache (put there by
-hand, then checked by SHA-256).
-
-``SPACY_ELMO_CACHE`` (default ``$XDG_CACHE_HOME/spacy-elmo``, else ``~/.cache/spacy-elmo``)
-and ``SPACY_ELMO_BASE_URL`` (default: each publisher's own; a mirror keeps their paths)
-change where published models are kept and fetched from; both can also be given per call.
+``SPACY_ELMO_CACHE`` (default ``$XDG_CACHE_HOME/spacy-elmo``, else ``~/.cache/spacy-elmo``) and ``SPACY_ELMO_BASE_URL``
+(default: each publisher's own; a mirror keeps their paths) change where published models are kept and fetched from.
 """
 import contextlib
 import os

@@ -1,15 +1,7 @@
 """The biLM as a Thinc layer: Docs in, every biLM layer of every token out.
 
-Each Doc is cut into spans (``get_spans``: sentences, or spans of at most
-``max_length`` tokens), the spans are encoded independently of each other and
-of the batch, and the results are put back in token order. Whitespace tokens
-are not shown to the biLM (it never saw them in training) and get zero vectors.
-
-The layer wraps the torch :class:`~.pytorch.bilm.ElmoBiLM` in a Thinc shim;
-prediction and training take the same path: spans batched by length
-(:func:`~.pytorch.bilm.length_sorted_batches`), each batch's character ids
-encoded through the shim, which runs without autograd in prediction and keeps
-each batch's graph for the backward pass in training.
+Spans are encoded independently of each other and of the batch, then put back in token order. Whitespace tokens are
+not shown to the biLM (it never saw them in training) and get zero vectors.
 """
 from dataclasses import dataclass
 from functools import partial

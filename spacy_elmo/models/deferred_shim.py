@@ -1,11 +1,7 @@
 """A PyTorch shim whose module is built once its sizes are known.
 
-The biLM's size comes from the weights loaded at ``initialize`` and a scalar
-mix's layer count from the biLM it listens to, so neither module can be built
-when the pipeline is constructed from its config. The shim starts empty; its
-bytes carry the module's constructor settings with the state dict, so a model
-built from the config alone can be deserialized (``spacy.load``, ``from_disk``)
-without the original files.
+The sizes come from the weights loaded at ``initialize``, so the shim starts empty; its bytes carry the module's
+constructor settings with the state dict, so a model built from the config alone deserializes without the files.
 """
 import hashlib
 import io

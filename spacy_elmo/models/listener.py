@@ -1,10 +1,7 @@
 """``ElmoListener``: a downstream component's connection to the elmo component.
 
-The elmo component runs the biLM once per batch; every listener then mixes
-the shared layers with its own scalar mix (the weights live in, and are saved
-with, the listening component). In training the elmo component hands its
-outputs and a backprop callback to each listener (``receive``); in prediction
-the listener reads ``doc._.elmo``.
+Each listener mixes the shared layers with its own scalar mix, saved with the listening component. In training it is
+handed outputs and a backprop callback (``receive``); in prediction it reads ``doc._.elmo``.
 """
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 

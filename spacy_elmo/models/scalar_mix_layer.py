@@ -1,9 +1,7 @@
 """ELMo's task-specific layer weighting as a Thinc layer.
 
-``mix = gamma * sum_j softmax(s)_j * h_j`` over the L + 1 biLM layers, wrapping
-:class:`spacy_elmo.models.pytorch.scalar_mix.ScalarMix`. The torch module is
-built when the number of layers is known: from ``n_layers``, from the biLM the
-listener is linked to, or from the first batch it is initialized with.
+The torch module is built once the number of layers is known: from ``n_layers``, from the biLM the listener is linked
+to, or from the first batch it is initialized with.
 """
 import math
 from functools import partial

@@ -1,9 +1,7 @@
 """The layers of each distinct span, kept while a frozen biLM trains its listeners.
 
-A frozen biLM gives a span the same layers every time it reads it (spans are
-encoded independently of each other and of the batch), so a training run needs
-them once per distinct span rather than once per epoch; the paper precomputes
-them too. The cache is bounded: spans beyond ``max_bytes`` are computed each time.
+A frozen biLM gives a span the same layers every time, so training needs them once per distinct span, not per epoch
+(the paper precomputes them too); spans beyond ``max_bytes`` are computed each time.
 """
 from typing import Dict, Optional, Sequence, Tuple
 

@@ -1,14 +1,8 @@
 """Span getters: how a Doc is cut into the spans the biLM reads one at a time.
 
-ELMo was trained on sentences, and the biLM's memory and time grow with the
-length of what it reads, so a Doc is read sentence by sentence, each sentence
-cut into consecutive spans of at most ``max_length`` tokens. Every span is
-encoded independently of the others, so a sentence gets the same layers inside
-a paragraph as alone. ``sentence_spans.v2`` takes the Doc's sentence boundaries
-when an earlier component set them, and otherwise finds sentences itself by
-spaCy's ``sentencizer`` rules, without writing them onto the Doc.
-``sentence_spans.v1`` (older pipelines) and ``doc_spans.v1`` read Docs without
-boundaries in windows of ``max_length`` tokens that run across sentences.
+ELMo was trained on sentences and its cost grows with length, so each sentence is cut into spans of at most
+``max_length`` tokens, encoded independently: a sentence gets the same layers inside a paragraph as alone. ``v2``
+finds sentences by the ``sentencizer``'s rules where no component set them, without writing them onto the Doc.
 """
 from functools import partial
 from typing import Iterable, Iterator, List, Optional, Sequence

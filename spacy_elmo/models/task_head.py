@@ -1,9 +1,6 @@
-"""The per-task head: a task's own scalar mix, optionally ``[x_k; ELMo_k]``
-with a token embedding, optionally a projection.
+"""The per-task head: a task's own scalar mix, optionally ``[x_k; ELMo_k]`` with a token embedding, and a projection.
 
-Shared by the listener (layers from the elmo component) and the inline
-``Tok2VecElmo`` (layers from its own biLM copy), so both compute the same
-token features from the same weights.
+Shared by the listener and the inline ``Tok2VecElmo``, so both compute the same token features from the same weights.
 """
 from typing import Any, Callable, List, Optional, Tuple
 

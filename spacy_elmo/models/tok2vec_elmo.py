@@ -1,9 +1,7 @@
 """``Tok2VecElmo``: a biLM and a task head inside one component.
 
-This is what ``nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])``
-puts in place of a listener: a copy of the elmo component's biLM followed by
-the listener's own task head (its trained mix is kept), so the component no
-longer depends on the shared elmo component.
+What ``nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])`` puts in place of a listener: a copy of the elmo
+component's biLM and the listener's own task head (its trained mix kept), so the component stands alone.
 """
 from typing import Any, Callable, Dict, List, Optional, Tuple
 

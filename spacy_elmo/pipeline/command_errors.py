@@ -1,10 +1,7 @@
 """spacy-elmo's errors inside spaCy's own commands (`spacy train`, `spacy assemble`): no traceback.
 
-While they set a pipeline up, spaCy's commands print a ``ConfigValidationError`` as a ``✘``
-title (wrapped at 80 columns) and its description, and exit with 1 (``show_validation_error``);
-anything else as a traceback. So an error of the elmo component's initialize is raised as
-both: of its own class, as the Python API promises, and a ``ConfigValidationError`` whose
-description is its message, printed whole on one line under a short title.
+spaCy's commands print a ``ConfigValidationError`` as a title and its description (``show_validation_error``), and
+anything else as a traceback; so an initialize error is raised as both its own class and a ``ConfigValidationError``.
 """
 import contextlib
 import functools

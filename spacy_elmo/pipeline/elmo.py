@@ -1,17 +1,7 @@
 """The ``elmo`` pipeline component.
 
-It runs the biLM over each Doc (sentence by sentence, or in bounded spans),
-keeps every layer in ``doc._.elmo`` (:class:`~spacy_elmo.doc_data.ElmoDocData`)
-and writes a default mix to ``Doc.tensor``. With ``vector_hooks`` (the default)
-``token.vector``, ``span.vector``, ``doc.vector`` and all ``.similarity``
-methods read that mix of ``doc._.elmo``, so they are contextual
-(:func:`~spacy_elmo.doc_data.set_vector_hooks`). Downstream components read the layers through
-``spacy-elmo.ElmoListener.v1``, each with its own learned scalar mix.
-
-``Doc.tensor`` is a shared slot: a ``tok2vec`` later in the pipeline overwrites
-it (put ``elmo`` before ``tok2vec`` when both are used, as spaCy's tok2vec
-listeners read ``Doc.tensor`` at prediction time). The vector hooks still give
-ELMo's vectors then; ELMo listeners read ``doc._.elmo``, not the tensor.
+``Doc.tensor`` is a shared slot: a later ``tok2vec`` overwrites it, so put ``elmo`` before ``tok2vec`` (spaCy's tok2vec
+listeners read ``Doc.tensor`` at prediction time). The vector hooks and ELMo listeners read ``doc._.elmo`` instead.
 """
 from contextlib import contextmanager
 from functools import partial

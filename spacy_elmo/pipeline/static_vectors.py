@@ -1,14 +1,7 @@
 """Static vectors by name, for a pipeline's ``[initialize]``.
 
-spaCy's ``[initialize] vectors`` takes a path or an installed package; this
-callback also takes the name of vectors shipped with a biLM (``"english-compact"``:
-floret vectors trained on the text the biLM read), or nothing for the language's
-shipped vectors, so a config needs no files:
-
-    [initialize.before_init]
-    @callbacks = "spacy-elmo.static_vectors.v1"
-    vectors = null   # or "english-compact", or a directory from `spacy init vectors`
-    lang = ${nlp.lang}
+Unlike spaCy's ``[initialize] vectors`` (a path or a package), this callback also takes the name of vectors shipped
+with a biLM (``"english-compact"``), or nothing for the language's shipped vectors, so a config needs no files.
 """
 from typing import Callable, Optional
 

@@ -1,10 +1,7 @@
-"""Training steps' host work off the training loop: a worker process draws each batch
-from the stream and prepares it (character ids, packing, targets) while the loop trains.
+"""Training steps' host work off the loop: a worker process prepares each batch while the loop trains.
 
-The rule: where processes can be forked (Linux), one worker process per training
-process runs `ahead` batches ahead; elsewhere the loop draws and prepares each batch
-itself. The batches are the same either way, in the same order, and a checkpoint
-holds the stream as the loop sees it: the batches prepared but not yet trained go
+Where processes can be forked (Linux), one worker per training process runs `ahead` batches ahead; elsewhere the loop
+prepares each batch itself. The batches are the same either way, and a checkpoint puts the prepared, untrained ones
 back in front of the stream's pending batches.
 """
 import copyreg

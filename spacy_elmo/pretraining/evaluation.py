@@ -1,10 +1,7 @@
 """Held-out perplexity: of the model during training, and of a finished run on any text.
 
-A run's output directory holds everything needed: the biLM (options.json,
-weights.hdf5), its softmax and vocabulary, and the config, whose corpus settings
-(tokenizer, sentence splitting, window) read the text the same way training did.
-The unigram baseline counts the run's training text again; its tokenized files make
-that a read of the tokenized file, not a second tokenization.
+The config's corpus settings read the text the same way training did; the unigram baseline reads the run's tokenized
+files rather than tokenizing its training text again.
 """
 import math
 from pathlib import Path

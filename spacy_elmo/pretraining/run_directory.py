@@ -1,10 +1,6 @@
-"""A pretraining run's output directory: the name of each file in it, and how they are
-written and read back.
+"""A pretraining run's output directory: the name of each file in it, and how they are written and read back.
 
-It holds the original-format biLM (``options.json``, ``weights.hdf5``) with its softmax
-and vocabulary (the export, listed last in ``export.json``), the resolved config, the corpus
-statistics, the metrics log and its plot, the checkpoint and the tokenized files; the
-user's own files there are left alone.
+The export (biLM, softmax and vocabulary) is listed last in ``export.json``; the user's own files there are left alone.
 """
 import contextlib
 import json

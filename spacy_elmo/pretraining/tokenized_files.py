@@ -1,11 +1,7 @@
 """Tokenized corpus files kept beside a run, so its text is tokenized once.
 
-The vocabulary pass reads every training file from start to end; while it does,
-each file's records (their sentences and their place in the file) are written to
-one JSON line each. Training then streams those lines instead of tokenizing the
-text again, every epoch and after a resume. A cache is tied to its source file's
-size and modification time and to the tokenizer settings: when either changes, it
-is simply not used.
+The vocabulary pass writes each file's records as JSON lines, which training streams every epoch and after a resume.
+A cache is tied to its source's size and mtime and to the tokenizer settings: if either changes, it is not used.
 """
 import contextlib
 import hashlib

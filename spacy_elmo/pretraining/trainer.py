@@ -1,11 +1,7 @@
-"""Optimizer steps of the biLM language model on one process (a
-DistributedDataParallel replica under torchrun).
+"""Optimizer steps of the biLM language model on one process (a DistributedDataParallel replica under torchrun).
 
-A step has two parts: :meth:`Trainer.prepare`, the host's (character ids, packing,
-targets, negatives, from the sentences), and :meth:`Trainer.step`, the device's,
-which never waits for the device: whether the loss and gradient are finite stays
-on the device, where a fused optimizer skips the update of a step that is not, and
-the loop reads it with the other figures of a log line (:meth:`Progress.settle`).
+Whether a step is finite stays on the device: a fused optimizer skips the update of a step that is not, and the loop
+reads it with a log line's other figures (:meth:`Progress.settle`).
 """
 import math
 from dataclasses import dataclass, replace

@@ -1,14 +1,8 @@
-"""Context-independent token vectors: char embedding -> CNN -> highway -> projection
-(with, for an ELMoForManyLangs model, a word embedding beside the highway's output);
-tokens convolved in groups by length (:mod:`.token_groups`).
+"""Context-independent token vectors: char embedding -> CNN -> highway -> projection.
 
-:class:`TokenVectorCache`: the token layer gives a word the same vector wherever
-it occurs, so in prediction a word seen before needs no CNN: its vector is
-looked up by its character ids. The cache is bounded (least
-recently used words leave first) and serves one encoder with one set of
-weights: another encoder, or changed weights (an in-place torch update,
-``load_state_dict``, or :meth:`CharacterEncoder.weights_changed` after an
-update torch cannot see), empties it before use.
+An ELMoForManyLangs model adds a word embedding beside the highway's output. :class:`TokenVectorCache` is bounded (LRU)
+and serves one encoder with one set of weights: another encoder, or changed weights (in place, ``load_state_dict``, or
+:meth:`CharacterEncoder.weights_changed` after an update torch cannot see), empties it before use.
 """
 import weakref
 from collections import OrderedDict

@@ -1,9 +1,6 @@
-"""What the models need to know of a device: copies to it from the host that never
-make the host wait, and autocast there.
+"""What the models need to know of a device: copies from the host that never make it wait, and autocast there.
 
-What the host computed for a batch goes to a GPU from pinned (page-locked) memory,
-asynchronously: the host goes on preparing the next batch while the copy and the
-kernels that read it run in stream order.
+The host prepares the next batch while the copy and the kernels that read it run in stream order.
 """
 from contextlib import nullcontext
 from typing import ContextManager, Optional, TypeVar, Union

@@ -1,9 +1,7 @@
 """ELMoForManyLangs zip archives (the NLPL repository's), unpacked into the model cache.
 
-Only the model's files are unpacked, under their own names, and each is bounded before
-it is: the configs and vocabularies by a fixed size, the state dicts by what the model
-config and vocabularies imply. The model folder appears by one rename once the model in
-it loads, and one process at a time unpacks an archive (the others wait, then find it).
+Only the model's files are unpacked, each bounded first (configs and vocabularies by a fixed size, state dicts by what
+they imply); the folder appears by one rename once its model loads, and one process at a time unpacks an archive.
 """
 import contextlib
 import fcntl

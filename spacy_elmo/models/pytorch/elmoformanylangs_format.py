@@ -1,11 +1,8 @@
 """The ELMoForManyLangs model format (HIT-SCIR: 44 languages, torch state dicts), as :mod:`.formats` asks.
 
-A model folder holds ``config.json`` (its ``config_path`` names the model config, read
-from the folder only, by its file name; the published folders lack it and all use
-:data:`PUBLISHED_CONFIG`), ``char.dic``, ``word.dic`` (with a word embedding),
-``token_embedder.pkl`` and ``encoder.pkl``. The architecture is ELMo's but for token
-ids from a character vocabulary (:class:`DictionaryIds`), a word embedding before the
-projection, and a highway gate that carries the input (its sign flipped here).
+``config.json``'s ``config_path`` is read from the folder only, by file name; published folders lack it and use
+:data:`PUBLISHED_CONFIG`. Unlike ELMo: token ids from a character vocabulary, a word embedding before the projection,
+and a highway gate that carries the input (its sign flipped here).
 """
 import dataclasses
 from dataclasses import dataclass

@@ -1,9 +1,7 @@
 """The formats of biLM files spacy-elmo reads: each one module, registered in :data:`FORMATS`.
 
-A format module has the members of :class:`ModelFormat`. The first format that
-claims a path reads it; the bilm-tf/AllenNLP format, last, claims every path. A saved
-pipeline keeps a biLM's skeleton (sizes, token ids) as the format that loaded it
-describes it, and the first format that rebuilds that description rebuilds it.
+The first format that claims a path reads it (bilm-tf/AllenNLP, last, claims every path); a saved pipeline's biLM
+skeleton is rebuilt by the first format that rebuilds the description the loading format gave.
 """
 from pathlib import Path
 from typing import Any, Dict, Optional, Protocol, Tuple, Union, cast

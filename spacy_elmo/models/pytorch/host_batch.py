@@ -1,12 +1,7 @@
 """A batch of the biLM as the host prepares it, before one copy to the device.
 
-Everything whose size or place depends on the ids' values is found here, with
-NumPy, from the host's ids: the sentences' lengths and the LSTM's packing plan, the
-distinct tokens (grouped by length for the character CNN) and where each
-position's token vector is, each packed row's sentence and positions, and where
-each output goes. The device then runs only ops whose shapes the host knows and
-never hands a value back, which would make the host wait for it (on a GPU: a
-synchronisation). Indices travel as int32, token ids as int16 where they fit.
+Everything whose size or place depends on the ids' values is found here, with NumPy, so the device never hands a value
+back (on a GPU, a synchronisation). Indices travel as int32, token ids as int16 where they fit.
 """
 from dataclasses import dataclass
 from typing import Optional

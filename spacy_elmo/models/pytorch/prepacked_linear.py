@@ -1,10 +1,7 @@
 """CPU inference fast path: matrix multiplies with oneDNN-prepacked weights.
 
-The recurrent and projection products of the LSTM multiply a few rows (the
-sentences still running) by a large matrix at every step. MKL reaches about
-half the core's throughput on such shapes; oneDNN with a weight reordered once
-for the shape reaches 1.5-2.3x that (measured at 8-32 rows, 512 x 16384). Below
-`MIN_ROWS` rows MKL's matrix-vector path is faster and is kept.
+On the LSTM's few-row products (8-32 rows by 512 x 16384) oneDNN with a weight reordered once reaches 1.5-2.3x MKL's
+throughput; below `MIN_ROWS` rows MKL's matrix-vector path is faster and is kept.
 """
 from typing import Dict, Optional, Tuple
 

@@ -1,10 +1,7 @@
 """The character CNN's plan for a set of tokens, found by the host from their ids.
 
-The CNN convolves tokens in groups by length (characters with ``<bow>`` and
-``<eow>``), each group over only the windows that touch its longest token's
-characters. Which token goes in which group, and how long each group's longest
-token is, depend on the ids' values: the host finds them (:meth:`GroupedTokens.of`)
-before the ids go to the device, so the CNN never reads a value back.
+Each group of tokens by length is convolved over only the windows that touch its longest token's characters; the host
+finds the groups (:meth:`GroupedTokens.of`) before the copy, so the CNN never reads a value back.
 """
 from dataclasses import dataclass
 from typing import Optional, Tuple

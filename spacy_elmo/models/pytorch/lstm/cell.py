@@ -1,22 +1,8 @@
 """The reference LSTM: TensorFlow's ``LSTMCell`` with projection and clipping, step by step.
 
-This is the oracle every fast path of the engine is tested against, and it reads
-like the paper's biLM layer. For one direction at step ``t``::
-
-    i, f, o = sigmoid(x_t W_i + h W_i' + b_i), ...   (the forget gate's bias + 1)
-    j       = tanh(x_t W_j + h W_j' + b_j)
-    c_t     = clip(f * c_{t-1} + i * j, cell_clip)
-    h_t     = clip((o * tanh(c_t)) W_p, proj_clip)
-
-Gate blocks are kept in the order ``i, f, o, j`` so that one sigmoid covers
-three of them; the original files use ``i, j, f, o`` (a permutation on load).
-Tensors carry ``k`` directions in front: the forward one reads each sequence
-forwards, the backward one reversed, both over the same packed rows.
-
-Sequences run packed: time-major rows, sorted by length, no padding. They arrive
-sorted (longest first), so step ``t`` owns the contiguous rows
-``offsets[t] : offsets[t] + batch_sizes[t]`` (:class:`PackingPlan`) and no work
-is spent on padding.
+Gate blocks are kept in the order ``i, f, o, j`` so that one sigmoid covers three (the original files' ``i, j, f, o``
+is permuted on load); the forget gate's bias gets + 1. Tensors carry ``k`` directions in front: the backward one reads
+each sequence reversed, over the same packed rows.
 """
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple

@@ -1,24 +1,8 @@
 """A whole layer of the cell in one Triton kernel launch, on a GPU; and its backward in another.
 
-:func:`~.cell.lstm_cell` runs a dozen small kernels per step, and the GPU waits on
-each launch. Here one launch runs every step of a layer, both directions: the
-sequences of a batch are independent, so each program owns a tile of them for
-the whole layer (:func:`~.fused_kernels.lstm_layer`), keeps their cells in its
-own rows of a buffer and reads each step's ``h`` back from the rows the step
-before wrote. Only the input product, which has no recurrence, runs before it,
-as one batched matrix product over all steps.
-
-In training, the forward also keeps each row's gates, cell, ``m`` and unclipped
-``h`` (the trace); the backward kernel walks each program's sequences in reverse
-and leaves the gates' gradients, from which every weight gradient is one large
-matrix product over all rows, as in :mod:`.recurrence`.
-
-The kernels' products are IEEE fp32, so with TF32 off (for the input product
-and the weight gradients, which torch computes) the results are the reference's
-within fp32 rounding. Under bfloat16 autocast the layer still runs in float32:
-the kernels have no bfloat16 products (Triton's interpreter, which the tests run
-on CPU, cannot compute them). Under ``TRITON_INTERPRET=1`` the kernel runs on CPU tensors,
-which is how the tests check it against the reference cell without a GPU.
+:func:`~.cell.lstm_cell` launches a dozen small kernels per step; here each program owns a tile of independent
+sequences for the whole layer. The products are IEEE fp32 (with TF32 off, the reference's within rounding); under
+bf16 autocast the layer stays float32, as Triton's interpreter, which the CPU tests run, has no bf16 products.
 """
 import functools
 import importlib.util

@@ -1,14 +1,8 @@
 """The opt-in int8 precision of CPU prediction: the LSTM's large products in int8.
 
-Each weight is quantized once per output column (symmetric, int8) and prepacked
-for PyTorch's quantized kernels, which quantize the activations per call (per
-tensor) and multiply in int8. The rule: with precision "int8", every LSTM
-product whose weight has at least :data:`MIN_WEIGHTS` elements (the published
-`original` size's) runs in int8 through fbgemm; on CPUs with AMX tiles, oneDNN's
-kernel instead where it is faster, timed once per weight shape and number of
-rows (:mod:`.tuning`). Smaller weights stay in fp32: their products are too
-short for int8 to pay. On AVX2 CPUs without VNNI fbgemm multiplies pairs of
-bytes into 16 bits, which can saturate, so the activations keep 7 bits there.
+Weights are quantized once per output column (symmetric), activations per call; weights under :data:`MIN_WEIGHTS`
+elements stay fp32 (too short for int8 to pay). fbgemm, or oneDNN on AMX CPUs where timed faster (:mod:`.tuning`);
+on AVX2 without VNNI the activations keep 7 bits, as fbgemm's 16-bit sums of byte pairs can saturate.
 """
 import threading
 import warnings

@@ -1,15 +1,8 @@
 """Prediction (no gradients): the reference cell's steps with faster products.
 
-The cell's arithmetic is :func:`~.cell.lstm_cell`'s; what changes is how the
-products are computed and how the first layer's gate inputs are formed:
-
-- On a CPU in fp32 the few-row products go through weights prepacked once for
-  oneDNN (:mod:`..prepacked_linear`); with precision "int8", the large ones in
-  int8 (:mod:`.int8_products`).
-- The first layer's input product runs once per distinct token of the batch (the
-  boundary tokens of every sentence, the words that recur) where its weights
-  have at least :data:`MIN_INPUT_WEIGHTS_FOR_TABLE` elements and the batch has
-  fewer distinct tokens than rows; smaller products cost less than the gather.
+The first layer's input product runs once per distinct token of the batch where its weights have at least
+:data:`MIN_INPUT_WEIGHTS_FOR_TABLE` elements and the batch has fewer distinct tokens than rows; smaller products cost
+less than the gather.
 """
 from typing import Iterator, Optional, Tuple
 

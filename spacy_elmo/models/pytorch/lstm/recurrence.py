@@ -1,18 +1,8 @@
 """One LSTM layer's recurrence as a single autograd node: what training runs.
 
-Under plain autograd (:func:`~.cell.reference_layer`) every time step records a
-dozen small nodes, and their backward zero-fills a full-size gradient for every
-gate and state slice. Here the forward runs the steps without autograd and,
-while each step's values are in cache, keeps the local derivatives the backward
-needs in packed buffers (rows as in :class:`~.packing.PackingPlan`); the
-backward walks the steps in reverse with a few fused ops each and then forms
-every weight gradient with one large matrix multiply over all packed rows.
-
-Semantics are :func:`~.cell.lstm_cell`'s, its oracle: ``clamp`` on the cell and
-the projection passes the gradient where ``-clip <= x <= clip``. One difference:
-a clip multiplies the gradient by 0 where clamp's backward selects 0, so an
-infinite or NaN gradient there gives NaN instead of 0 (the loss is then not
-finite anyway).
+Plain autograd records a dozen nodes per step and zero-fills full-size gradients; here the forward keeps the local
+derivatives in packed buffers, and the backward forms each weight gradient in one matrix multiply over all rows.
+Unlike ``clamp``'s backward, a clip multiplies the gradient by 0, so an infinite or NaN gradient there gives NaN.
 """
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union

@@ -1,28 +1,8 @@
 """The LSTM engine: L layers of forward and backward LSTMs with projection, one interface.
 
-:class:`BiLstmStack` holds the weights and runs the layers (dropout on each
-layer's input, residual connections from the second layer on). Each layer runs
-through one of four paths, all computing :func:`~.cell.lstm_cell`'s arithmetic:
-
-- ``"reference"`` (:mod:`.cell`): every step under autograd; the oracle, and what
-  training under autocast runs.
-- ``"recurrence"`` (:mod:`.recurrence`): a layer as one autograd node with a
-  hand-written backward; what training runs otherwise.
-- ``"prediction"`` (:mod:`.prediction`): the cell's steps with faster products,
-  when no gradient is needed.
-- ``"fused"`` (:mod:`.fused_layer`): a whole layer in one Triton kernel on a GPU
-  (and its backward in another).
-
-The rule: training runs the recurrence, or the reference under autocast;
-prediction runs the prediction path, each direction on its own CPU thread where
-torch has two or more threads and a step's weights have at least
-:data:`MIN_STEP_WEIGHTS_FOR_THREADS` elements (below that, handing Python's lock
-between threads at every op costs more than the second core gives). On a CUDA
-device with Triton, training runs the fused path (float32, under bf16 autocast
-too) where ``SPACY_ELMO_GPU_TRAIN_LAYER=fused`` says so (on an H200 the layer alone is
-1.1-1.5x faster, a whole pretraining run no faster), and prediction in float32 runs whichever of the fused and the prediction path is
-faster for the layer's size and batch (timed at first use, :mod:`.tuning`;
-``SPACY_ELMO_GPU_LAYER=fused`` or ``prediction`` forces one).
+Training runs the recurrence, or the reference under autocast, or the fused path if ``SPACY_ELMO_GPU_TRAIN_LAYER=fused``
+(on an H200 the layer is 1.1-1.5x faster, a run not). Prediction runs the prediction path, or on a GPU the fused one
+where timed faster; a thread per direction from :data:`MIN_STEP_WEIGHTS_FOR_THREADS` (below, the GIL outweighs it).
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 

@@ -1,9 +1,7 @@
 """Choices that truly depend on the machine: timed once at first use, then kept.
 
-As cuDNN's benchmark mode does: the first call with a given key runs every
-candidate, keeps the fastest's name for the rest of the process and returns
-its result. The environment variable ``SPACY_ELMO_<CHOICE>`` (e.g.
-``SPACY_ELMO_INT8_KERNEL=fbgemm``) forces a candidate instead.
+As cuDNN's benchmark mode does: the first call with a given key runs every candidate and keeps the fastest's name for
+the process; ``SPACY_ELMO_<CHOICE>`` (e.g. ``SPACY_ELMO_INT8_KERNEL=fbgemm``) forces a candidate instead.
 """
 import os
 import time
