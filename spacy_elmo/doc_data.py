@@ -26,12 +26,9 @@ _MSGPACK_KEY = "__spacy_elmo_doc_data__"
 class ElmoDocData:
     """Every biLM layer of one Doc.
 
-    ``layers``: *Shape:* ``(n_layers, n_tokens, width)``, float32. Layer 0 is the
-    context-independent token layer ``[x; x]``, layer j (1..L) the j-th biLSTM
-    layer ``[forward_j; backward_j]``; ``width`` is ``2 * projection_dim``.
-    Whitespace tokens have zero vectors in every layer. ``hooks``: the mix that the
-    Doc's vector hooks read (:func:`set_vector_hooks`), None without hooks.
-    """
+    ``layers``: *Shape:* ``(n_layers, n_tokens, 2 * projection_dim)``, float32; layer 0 is ``[x; x]``, layer j
+    (1..L) ``[forward_j; backward_j]``; whitespace tokens are zeros. ``hooks``: the mix the Doc's vector hooks read
+    (:func:`set_vector_hooks`), None without hooks."""
 
     layers: Floats3d
     hooks: Optional[str] = None
@@ -120,10 +117,8 @@ def decode_doc_data(obj: Any, chain: Optional[Callable] = None) -> Any:
 def set_vector_hooks(doc: Doc, mix: str) -> None:
     """Make token, span and Doc vectors and similarities contextual.
 
-    They read the ``mix`` of ``doc._.elmo`` (the same values as ``Doc.tensor``
-    right after the elmo component), so a ``tok2vec`` that later overwrites
-    ``Doc.tensor`` does not change them; without ``doc._.elmo`` (dropped by
-    ``doc_cleaner``) they read ``Doc.tensor``.
+    They read the ``mix`` of ``doc._.elmo``, so a ``tok2vec`` that later overwrites ``Doc.tensor`` does not change
+    them; without ``doc._.elmo`` (dropped by ``doc_cleaner``) they read ``Doc.tensor``.
     """
     token_vector, span_vector = partial(_token_vector, mix=mix), partial(_span_vector, mix=mix)
     doc.user_token_hooks["vector"] = token_vector

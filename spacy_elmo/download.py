@@ -127,10 +127,8 @@ class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
 class _Deadline:
     """Ends a download at a fixed time, whatever the server sends or withholds.
 
-    A socket timeout only bounds the silence between two bytes: a server sending one
-    byte a minute would keep a download (its headers or its body) alive for ever. So a
-    timer shuts down every connection the download opened when the time is up, which
-    ends at once any read blocked on one.
+    A socket timeout only bounds the silence between two bytes (one byte a minute keeps a download alive for ever),
+    so a timer shuts down every connection the download opened when the time is up, ending any read blocked on one.
     """
 
     def __init__(self, seconds: float) -> None:

@@ -21,14 +21,9 @@ PathLike = Union[str, Path]
 def atomic_output_path(path: PathLike, *, size: int = 0, what: str = "Output") -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it to `path` only on success.
 
-    `size`: about how many bytes the output takes; when given, the space for it is
-    checked (:func:`check_space`) before anything is written.
-
-    The temporary name is ``.NAME.spacy-elmo-PID@HOST-RANDOM.tmp`` (NAME cut to fit the
-    file system's 255 bytes): a run killed before its ``finally`` (SIGKILL) leaves it
-    behind, and :func:`remove_stale_temp_files` recognises it as ours and its process as gone.
-    An existing `path` that is not a regular file (a device, a FIFO) is never replaced.
-    """
+    `size`: about the output's bytes; when given, :func:`check_space` runs before anything is written. The name
+    ``.NAME.spacy-elmo-PID@HOST-RANDOM.tmp`` (NAME cut to 255 bytes) lets :func:`remove_stale_temp_files` remove one a
+    killed run (SIGKILL) left. An existing `path` that is not a regular file (a device, a FIFO) is never replaced."""
     path = Path(path)
     check_replaceable(path, what=what)
     try:

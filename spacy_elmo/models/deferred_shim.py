@@ -24,11 +24,8 @@ BuildT = Callable[[Dict[str, Any]], torch.nn.Module]
 class DeferredPyTorchShim(PyTorchShim):
     """A :class:`PyTorchShim` that starts without a module.
 
-    :param describe: ``describe(module)`` gives the settings ``build`` needs to
-        construct an empty module of the same size.
-    :param build: builds that module from the settings when deserializing.
-
-    Both must be picklable (module-level functions or partials of them).
+    ``describe(module)`` gives the settings ``build`` needs to construct an empty module of the same size when
+    deserializing. Both must be picklable (module-level functions or partials of them).
     """
 
     def __init__(self, *, describe: DescribeT, build: BuildT) -> None:

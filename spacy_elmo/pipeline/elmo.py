@@ -229,11 +229,9 @@ class ElmoComponent(TrainablePipe):
     ) -> Dict[str, float]:
         """Run the biLM on the batch and hand its layers to every listener.
 
-        Frozen: the layers come from a prediction, nothing flows back and no loss
-        is recorded. Otherwise the listeners' gradients are summed, the last
-        listener's backprop runs the biLM's backward pass, and the loss recorded
-        is the squared norm of those gradients (as spaCy's Tok2Vec).
-        """
+        Frozen: the layers come from a prediction, nothing flows back and no loss is recorded. Otherwise the last
+        listener's backprop runs the biLM's backward on the listeners' summed gradients; the loss is their squared norm
+        (as spaCy's Tok2Vec)."""
         if losses is None:
             losses = {}
         validate_examples(examples, "ElmoComponent.update")

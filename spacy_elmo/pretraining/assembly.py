@@ -23,13 +23,9 @@ def assemble_model(
 ) -> BiLMLanguageModel:
     """The biLM and a softmax over `vocab_size` words as one model.
 
-    :param dropout: between and after the LSTM layers.
-    :param options: the sizes of a new, randomly initialised biLM (seed torch first
-        for the same weights every time) ...
-    :param pretrained: ... or the original-format biLM to start from instead.
-    :param softmax: the ``softmax.hdf5`` to start from (None: a new softmax).
-    :param state: a checkpoint's weights, loaded last.
-    """
+    Either `options` (a new, random biLM: seed torch first for the same weights) or `pretrained` (an original-format
+    biLM). `dropout`: between and after the LSTM layers; `softmax`: the ``softmax.hdf5`` to start from (None: a new
+    one); `state`: a checkpoint's weights, loaded last."""
     if (options is None) == (pretrained is None):
         raise ValueError("assemble_model takes the options of a new biLM or a pretrained one, not both")
     bilm = ElmoBiLM(options) if options is not None else load_bilm(*pretrained)

@@ -12,15 +12,9 @@ from .tokenized_files import Sentence
 class BatchStream:
     """Endless training batches from a reader: shuffle buffer, then length-sorted batches.
 
-    Batches are drawn `sort_window` at a time (a draw of 32 GPU-sized batches reads
-    and shuffles about 80,000 sentences; :mod:`.batch_worker` does it off the loop).
-
-    :param tokens_per_batch: budget per batch, counting each sentence as its
-        words plus one end of sentence (the predictions per direction).
-    :param shuffle_buffer: sentences held for shuffling.
-    :param sort_window: batches' worth of sentences drawn together and sorted by
-        length, so a batch holds similar lengths (fewer LSTM steps).
-    """
+    `tokens_per_batch` counts each sentence as its words plus one end of sentence (the predictions per direction).
+    `sort_window` batches' worth are drawn and sorted by length together (similar lengths: fewer LSTM steps); 32
+    GPU-sized batches read and shuffle about 80,000 sentences (:mod:`.batch_worker` does it off the loop)."""
 
     def __init__(
         self, reader: CorpusReader, *, tokens_per_batch: int, shuffle_buffer: int = 20000,

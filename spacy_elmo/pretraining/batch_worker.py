@@ -36,10 +36,8 @@ def forks() -> bool:
 class PreparedBatches:
     """The host's part of each training step (:func:`prepare_step`), ahead of the loop.
 
-    :param stream: the batches of sentences; owned by the worker once it starts.
-    :param ahead: batches prepared before the loop asks for them (a GPU-sized batch of
-        65,536 tokens takes about 5 MB).
-    :param worker: prepare in a worker process (default: where :func:`forks`).
+    The worker owns `stream` once it starts. `ahead`: batches prepared before the loop asks (a GPU-sized batch of 65,536
+    tokens takes about 5 MB); `worker`: prepare in a worker process (default: where :func:`forks`).
     """
 
     def __init__(

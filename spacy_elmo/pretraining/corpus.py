@@ -81,12 +81,10 @@ def file_format(path: Path, configured: str) -> str:
 def read_records(
     path: Path, fmt: str, *, text_field: str = "text", start: int = 0, line: int = 0
 ) -> Iterator[Tuple[Any, int, int]]:
-    """Yield ``(text or Doc, next_start, next_line)`` for each record of one file.
+    """Yield ``(text or Doc, next_start, next_line)`` for each record of one file; blank lines are skipped.
 
-    ``start`` is a byte offset (text, jsonl) or a document index (spacy) and
-    ``line`` the number of lines (documents) before it; both come from a
-    previous ``next_start``/``next_line``, so reading can resume mid-file.
-    Blank lines are skipped.
+    ``start`` is a byte offset (text, jsonl) or a document index (spacy) and ``line`` the lines (documents) before
+    it; both come from a previous ``next_start``/``next_line``, so reading can resume mid-file.
     """
     if fmt == "spacy":
         yield from read_docbin(path, start)
@@ -234,11 +232,9 @@ class StreamPosition:
 class CorpusReader:
     """One process's share of a corpus, as sentences, in a seeded order per epoch.
 
-    With at least as many files as processes, each process reads whole files
-    (a different share every epoch); otherwise every process reads all files
-    and keeps every ``world_size``-th record. With a `cache`, each file is
-    tokenized once (see :mod:`.token_cache`).
-    """
+    With at least as many files as processes, each process reads whole files (a different share every epoch);
+    otherwise every process reads all files and keeps every ``world_size``-th record. With a `cache`, each file is
+    tokenized once (see :mod:`.token_cache`)."""
 
     def __init__(
         self,

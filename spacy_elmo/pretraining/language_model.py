@@ -75,12 +75,9 @@ def n_predictions(sentences: Sequence[Sequence[str]]) -> int:
 class BiLMLanguageModel(nn.Module):
     """An :class:`ElmoBiLM` (character CNN and LSTMs) with one softmax for both directions.
 
-    The forward LSTM at position ``p`` of ``<S> w_1 .. w_n </S>`` predicts the
-    word at ``p + 1``, the backward LSTM the word at ``p - 1``; both read the
-    same token vectors from the shared character CNN.
-
-    :param output_dropout: dropout on the top LSTM layer before the softmax.
-    """
+    The forward LSTM at position ``p`` of ``<S> w_1 .. w_n </S>`` predicts the word at ``p + 1``, the backward the
+    word at ``p - 1``, both from the shared CNN's token vectors. `output_dropout`: on the top LSTM layer before the
+    softmax."""
 
     def __init__(self, bilm: ElmoBiLM, softmax: LMSoftmax, *, output_dropout: float = 0.0) -> None:
         super().__init__()

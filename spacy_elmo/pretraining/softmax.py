@@ -106,11 +106,8 @@ class LMSoftmax(nn.Module):
     ) -> Tensor:
         """Negative log-likelihood of each target, float32.
 
-        :param hidden: *Shape:* ``(n, dim)``.
-        :param targets: *Shape:* ``(n,)``, word ids.
-        :param candidates: negatives for the sampled softmax; ``None`` = full softmax.
-        :param chunk_rows: compute the softmax this many rows at a time (0:
-            :func:`default_chunk_rows`; the ``(n, classes)`` logits are never held at once).
+        `hidden`: *Shape:* ``(n, dim)``; `targets`: *Shape:* ``(n,)``, word ids; `candidates`: negatives for the sampled
+        softmax (``None``: full softmax); `chunk_rows`: softmax rows at a time (0: :func:`default_chunk_rows`).
         """
         if candidates is not None:
             return self._sampled_nll(hidden, targets, candidates, chunk_rows)
@@ -177,20 +174,11 @@ _SAVED_PROBABILITIES_MAX_BYTES = 512 * 2**20
 
 
 class _ChunkedSoftmaxNLL(torch.autograd.Function):
-    """``-log softmax(h W^T + b)[target]`` per row, a chunk of rows at a time.
+    """``-log softmax(h W^T + b)[target]`` per row, a chunk at a time: the ``(n, classes)`` logits are never all held.
 
-    The ``(n, classes)`` logits are never held at once: the forward keeps each
-    row's log-sum-exp, and the backward recomputes a chunk's logits, turns them
-    into ``softmax - onehot`` in place and multiplies them out. Three passes over
-    chunks (cache-sized on a CPU) replace several over a tensor far larger than the cache.
-    Where the probabilities fit in ``_SAVED_PROBABILITIES_MAX_BYTES`` (a CPU step
-    of the English settings: 134 MB), the forward writes them out chunk by chunk
-    and the backward reads them instead of recomputing the product (1.1x a step).
-
-    Sampled softmax: ``true_logits`` *Shape:* ``(n,)`` are the targets' logits,
-    not among the classes of ``weight`` (the sampled candidates ``candidate_ids``);
-    a candidate equal to the row's target (an accidental hit) is left out.
-    """
+    The forward keeps each row's log-sum-exp; the backward recomputes a chunk's logits as ``softmax - onehot`` in
+    place, or reads the probabilities the forward wrote if within ``_SAVED_PROBABILITIES_MAX_BYTES`` (1.1x a step).
+    Sampled: ``true_logits`` ``(n,)`` are the targets' logits, outside ``weight``'s classes; accidental hits dropped."""
 
     @staticmethod
     def forward(

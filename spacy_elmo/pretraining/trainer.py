@@ -88,16 +88,11 @@ def _as_built(optimizer: torch.optim.Optimizer, state: Dict[str, Any]) -> Dict[s
 
 
 class Trainer:
-    """Optimizer steps of a :class:`BiLMLanguageModel` on one process.
+    """Optimizer steps of a :class:`BiLMLanguageModel` on one process (the model moves to the process's device).
 
-    :param model: the language model; moved to the process's device.
-    :param optimizer: the optimizer and its learning-rate schedule.
-    :param negative_samples: negatives per step of a sampled softmax (None: the full softmax).
-    :param seed: seeds the negative sampler, with the process's rank.
-    :param precision: "auto" (bfloat16 autocast on a GPU), "bf16" or "fp32".
-    :param gradient_scale: the mean loss per token is multiplied by this before backpropagation.
-    :param grad_clip: the gradient norm is clipped to this (0: no clipping).
-    """
+    `negative_samples`: per step of a sampled softmax (None: the full softmax); `seed`: seeds the negative sampler,
+    with the rank; `precision`: "auto" (bfloat16 autocast on a GPU), "bf16" or "fp32"; `gradient_scale` multiplies the
+    mean loss per token before backpropagation; `grad_clip`: the gradient norm's clip (0: no clipping)."""
 
     def __init__(
         self, model: BiLMLanguageModel, vocab: Vocabulary, processes: Processes, *, optimizer: OptimizerConfig,

@@ -42,10 +42,8 @@ def length_sorted_batches(
 def select_rows(table: Tensor, index: Tensor) -> Tensor:
     """``table[index]``, *Shape:* ``(*index.shape, *table.shape[1:])``.
 
-    Indexing a tensor with an index tensor sums the gradient of a repeated row
-    (a word that occurs twice in a batch) in an order that depends on thread
-    timing on CPU, so two identical training runs drift apart; ``index_select``
-    sums it in index order, bit for bit the same every run.
+    Tensor indexing sums a repeated row's gradient in an order that depends on thread timing on CPU, so identical
+    training runs drift apart; ``index_select`` sums it in index order, bit for bit the same every run.
     """
     rows = torch.index_select(table, 0, index.reshape(-1))
     return rows.view(*index.shape, *table.shape[1:])
@@ -55,11 +53,9 @@ def select_rows(table: Tensor, index: Tensor) -> Tensor:
 class BiLMOutput:
     """The biLM's representations of a batch.
 
-    ``layers``: *Shape:* ``(batch, n_layers + 1, max_tokens, 2 * projection_dim)``;
-    layer 0 is ``[token; token]``, layer j is ``[forward_j; backward_j]``, boundary
-    tokens removed, zeros at padded positions. ``mask``: *Shape:*
-    ``(batch, max_tokens)``, True at real tokens.
-    """
+    ``layers``: *Shape:* ``(batch, n_layers + 1, max_tokens, 2 * projection_dim)``; layer 0 is ``[token; token]``,
+    layer j ``[forward_j; backward_j]``, boundary tokens removed, zeros at padded positions. ``mask``: *Shape:*
+    ``(batch, max_tokens)``, True at real tokens."""
 
     layers: Tensor
     mask: Tensor
@@ -69,11 +65,9 @@ class BiLMOutput:
 class PackedEncoding:
     """The biLM's LSTM outputs in packed order, for language-model training.
 
-    Packed row ``k`` belongs to sentence ``rows[k]``; the forward direction there
-    sits at position ``forward_positions[k]`` and the backward direction at
-    ``backward_positions[k]`` of ``<S> tokens... </S>`` (0 = ``<S>``).
-    ``layers[l]``: *Shape:* ``(2, n_rows, projection_dim)``.
-    """
+    Packed row ``k`` belongs to sentence ``rows[k]``, its forward direction at position ``forward_positions[k]`` and
+    its backward at ``backward_positions[k]`` of ``<S> tokens... </S>`` (0 = ``<S>``). ``layers[l]``: *Shape:*
+    ``(2, n_rows, projection_dim)``."""
 
     layers: List[Tensor]
     rows: Tensor
@@ -86,11 +80,9 @@ class PackedEncoding:
 class ElmoBiLM(nn.Module):
     """Character CNN + bidirectional LSTM language model (Peters et al. 2018).
 
-    Sentences are encoded independently from a zero LSTM state, so a sentence
-    gets the same vectors whatever else is in the batch. `token_ids` turns words
-    into the ids the character CNN reads: UTF-8 bytes (bilm-tf), or an
-    ELMoForManyLangs model's vocabularies.
-    """
+    Sentences are encoded independently from a zero LSTM state, so a sentence gets the same vectors whatever else is
+    in the batch. `token_ids` turns words into the character CNN's ids: UTF-8 bytes (bilm-tf), or an
+    ELMoForManyLangs model's vocabularies."""
 
     def __init__(self, options: BiLMOptions, token_ids: TokenIds = BYTE_IDS) -> None:
         super().__init__()
@@ -154,13 +146,9 @@ class ElmoBiLM(nn.Module):
     ) -> BiLMOutput:
         """Encode a batch of sentences (boundary tokens are added here) on the model's device.
 
-        :param char_ids: *Shape:* ``(batch, max_tokens, token_width)`` (50 character
-            ids; see :meth:`ids_of`), tokens left-aligned, all-zero rows for padded
-            tokens, on the host (ids on a device are read back first: a
-            synchronisation); or their :meth:`host_batch`.
-        :param token_cache: in prediction, look up the token vectors of words
-            seen before instead of running the character CNN.
-        """
+        `char_ids`: *Shape:* ``(batch, max_tokens, token_width)`` (:meth:`ids_of`), left-aligned, zero rows at padding,
+        on the host (ids on a device are read back: a synchronisation), or their :meth:`host_batch`. `token_cache`: in
+        prediction, reuse the token vectors of words seen before instead of running the character CNN."""
         batch = char_ids if isinstance(char_ids, HostBatch) else self.host_batch(char_ids)
         n_sentences, max_tokens = batch.mask.shape
         if n_sentences == 0 or max_tokens == 0:
@@ -175,12 +163,10 @@ class ElmoBiLM(nn.Module):
     def encode_packed(
         self, batch: HostBatch, *, token_cache: Optional[TokenVectorCache] = None,
     ) -> PackedEncoding:
-        """Run the character encoder and the LSTMs over `batch` (on the model's device);
-        outputs stay packed.
+        """Run the character encoder and the LSTMs over `batch` (on the model's device); outputs stay packed.
 
-        The forward direction covers positions ``0 .. n`` and the backward
-        direction ``n + 1 .. 1`` of each ``<S> w_1 .. w_n </S>``: exactly what the
-        output layers and the LM objective (predict the next / previous word) need.
+        The forward direction covers positions ``0 .. n``, the backward ``n + 1 .. 1`` of each ``<S> w_1 .. w_n </S>``:
+        exactly what the output layers and the LM objective (predict the next / previous word) need.
         """
         if token_cache is not None and batch.lookup is not None:
             token_vectors = token_cache.vectors(self.char_encoder, batch.lookup)

@@ -24,10 +24,8 @@ _PREPACKED_MAX_ROWS = 256
 class CharacterEncoder(nn.Module):
     """Turns the character ids of each token into one token vector.
 
-    Parameters keep the original layout where it costs nothing (matrices as
-    ``(in, out)``), so that converting to and from `weights.hdf5` is exact.
-    `pad_id`: the id of the padding character; `word_columns`: 1 when each
-    token's ids start with a word id (the model has a word embedding).
+    Parameters keep the original layout (matrices as ``(in, out)``), so converting to and from `weights.hdf5` is
+    exact. `pad_id`: the padding character's id; `word_columns`: 1 when each token's ids start with a word id.
     """
 
     def __init__(self, options: BiLMOptions, *, pad_id: int = PAD_CHAR + 1, word_columns: int = 0) -> None:
@@ -115,16 +113,11 @@ class CharacterEncoder(nn.Module):
         return features
 
     def _filter_features(self, char_ids: Union[Tensor, GroupedTokens]) -> Tensor:
-        """Every filter bank's max-pooled response, with no work on padding.
+        """Every filter bank's max-pooled response, with no work on padding; *Shape:* ``(n_tokens, n_filters)``.
 
-        A window that lies wholly in padding gives the same response for every
-        token; it is computed once (``_padding_responses``). Tokens are sorted by
-        length and convolved in groups, each over the windows that touch its
-        longest token's characters; the max over those and the padding response
-        is the max over all positions.
-
-        :returns: *Shape:* ``(n_tokens, n_filters)``, in the order of the ids.
-        """
+        A window wholly in padding gives every token the same response, computed once (``_padding_responses``). Tokens
+        are sorted by length and convolved in groups over the windows touching the group's longest token; the max over
+        those and the padding response is the max over all positions. Rows keep the order of the ids."""
         tokens = char_ids if isinstance(char_ids, GroupedTokens) else self.grouped(char_ids)
         char_columns = tokens.ids[:, self.word_columns :]
         sorted_ids = char_columns if tokens.order is None else char_columns.index_select(0, tokens.order)
@@ -158,19 +151,11 @@ class CharacterEncoder(nn.Module):
         return responses
 
     def _max_pooled(self, chars: Tensor, longest: int, conv: nn.Conv1d, padding: Tensor) -> Tensor:
-        """One filter bank: VALID convolution, max over positions, activation.
+        """One filter bank: VALID convolution, max over positions, activation; *Shape:* ``(n_tokens, n_filters)``.
 
-        Only windows starting inside the longest token are multiplied; when
-        windows wholly in padding were skipped, their response joins the max.
-        The convolution runs as one matrix multiply over the character windows,
-        1.5x faster on CPU than ``conv1d`` for these shapes. The bias is added
-        after the max: rounding is monotone, so the result is the same, and the
-        large response matrix is not written twice.
-
-        :param chars: *Shape:* ``(n_tokens, max_chars, char_embedding_dim)``, tokens
-            of at most ``longest`` characters.
-        :returns: *Shape:* ``(n_tokens, n_filters_of_this_width)``.
-        """
+        `chars`: ``(n_tokens, max_chars, char_embedding_dim)``, tokens of at most ``longest`` characters. Only windows
+        starting inside the longest token are multiplied, as one matmul (1.5x faster on CPU than ``conv1d``); a skipped
+        padding response joins the max. Bias after the max (rounding is monotone): the big matrix is written once."""
         n_tokens, n_positions, dim = chars.shape
         width = conv.kernel_size[0]
         n_windows = min(longest, n_positions - width + 1)
@@ -189,11 +174,9 @@ _FIRST_CAPACITY = 1024
 class CacheLookup:
     """What the host found in a :class:`TokenVectorCache` for a batch's distinct tokens.
 
-    ``hit_rows``: the rows it holds, ``hit_slots`` where; ``misses``: the other rows'
-    ids, grouped for the encoder, and ``miss_rows`` which rows they are;
-    ``stored_slots``: where the vectors of the last ``len(stored_slots)`` misses go;
-    ``capacity``: the slots the cache needs. Index tensors *Shape:* ``(n,)``, int32.
-    """
+    ``hit_rows``: the rows it holds, ``hit_slots`` where; ``misses``: the other rows' ids, grouped for the encoder,
+    ``miss_rows`` which rows they are; ``stored_slots``: where the last ``len(stored_slots)`` misses' vectors go;
+    ``capacity``: the slots the cache needs. Index tensors *Shape:* ``(n,)``, int32."""
 
     n_tokens: int
     hit_rows: Tensor
@@ -214,12 +197,9 @@ class CacheLookup:
 class TokenVectorCache:
     """Token vectors *Shape:* ``(projection_dim,)`` keyed by a word's ids (its 50 character ids).
 
-    The keys live on the host: :meth:`lookup` finds a batch's words among them from
-    the host's ids, before the copy to the device, and :meth:`vectors` does the
-    device's part (gather, compute the misses, keep them) without reading anything back.
-
-    :param max_words: the most words kept (0: no caching).
-    """
+    Keys live on the host: :meth:`lookup` finds a batch's words from the host's ids, before the copy to the device,
+    and :meth:`vectors` does the device's part (gather, compute and keep the misses) without reading anything back.
+    `max_words`: the most words kept (0: no caching)."""
 
     def __init__(self, max_words: int) -> None:
         if max_words < 0:
@@ -241,13 +221,10 @@ class TokenVectorCache:
         self.hits = self.misses = 0
 
     def token_vectors(self, encoder: CharacterEncoder, char_ids: Tensor) -> Tensor:
-        """``encoder(char_ids)``, computing only the words not seen before.
+        """``encoder(char_ids)``, *Shape:* ``(n_words, projection_dim)``, computing only the words not seen before.
 
-        :param char_ids: *Shape:* ``(n_words, token_width)``, distinct rows (read on the
-            host: ids on a device are copied back first).
-        :returns: *Shape:* ``(n_words, projection_dim)``.
-
-        Only for prediction: the result carries no gradient.
+        `char_ids`: *Shape:* ``(n_words, token_width)``, distinct rows, read on the host (ids on a device are copied
+        back first). Only for prediction: the result carries no gradient.
         """
         lookup = self.lookup(encoder, char_ids.cpu().numpy())
         if lookup is None:

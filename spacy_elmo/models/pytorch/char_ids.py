@@ -90,19 +90,11 @@ def padded_ids(
 
 
 def distinct_rows(char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``torch.unique(char_ids, dim=0, return_inverse=True)``: the distinct rows in
-    ascending (lexicographic) order and each row's place among them.
+    """``torch.unique(char_ids, dim=0, return_inverse=True)``: ascending rows, each row's place among them.
 
-    On the host (a CPU tensor) the rows are compared as byte strings: the ids are
-    written as big-endian 16-bit integers (32-bit where one needs it), whose bytes
-    sort as their values do, and NumPy sorts fixed-size byte strings (``S``, compared
-    as ``memcmp`` does) many times faster than torch finds unique rows; no torch op runs. Rows on a device, or with
-    negative ids, go through ``torch.unique``.
-
-    :param char_ids: *Shape:* ``(n_rows, width)``, integer.
-    :returns: the distinct rows *Shape:* ``(n_distinct, width)`` and the inverse
-        *Shape:* ``(n_rows,)``, int64.
-    """
+    On the host, rows are compared as byte strings of big-endian 16-bit ids (32-bit where needed), which sort as their
+    values do; NumPy sorts those many times faster than torch finds unique rows. Rows on a device, or with negative ids,
+    go through ``torch.unique``. *Shape:* ``(n_rows, width)`` -> ``(n_distinct, width)``, ``(n_rows,)`` int64."""
     if char_ids.device.type == "cpu" and char_ids.shape[0] > 0:
         ids = char_ids.numpy()
         high = ids.max()

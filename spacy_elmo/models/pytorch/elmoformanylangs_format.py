@@ -47,13 +47,11 @@ _FILE_TO_MODEL_GATES = (0, 1, 3, 2)
 
 @dataclass(frozen=True)
 class DictionaryIds:
-    """Token ids from a character vocabulary (and a word vocabulary), as ELMoForManyLangs
-    reads its input: a token (cut to ``max_chars - 2`` characters) becomes ``[word?, EOW,
-    c_1 .. c_n, BOW, PAD, ...]``, the word's id when the model has a word embedding, then
-    ``max_chars`` character ids, its ``<eow>`` first and ``<bow>`` last as it puts them;
-    unknown characters and words get ``<oov>``, the sentence boundaries are the
-    one-character tokens ``<bos>``/``<eos>``; every id +1 (0: a padded token).
-    ``characters`` and ``words``: each entry's id in the model's embedding (from 0)."""
+    """Token ids from a character vocabulary (and a word vocabulary), as ELMoForManyLangs reads its input.
+
+    A token (cut to ``max_chars - 2`` characters) becomes ``[word?, EOW, c_1 .. c_n, BOW, PAD, ...]`` (the word id only
+    with a word embedding); unknown characters and words get ``<oov>``, the sentence boundaries are the one-character
+    tokens ``<bos>``/``<eos>``; every id +1 (0: padding). ``characters``, ``words``: ids in the embedding (from 0)."""
 
     characters: Dict[str, int]
     words: Optional[Dict[str, int]]

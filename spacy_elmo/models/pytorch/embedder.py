@@ -134,12 +134,9 @@ class ElmoEmbedder:
 def bytes_per_token(options: BiLMOptions) -> int:
     """The most memory one token of a line takes while the biLM encodes the line.
 
-    The peak is the character CNN's largest filter bank over every window of a
-    token of 50 characters; after it come the output layers (the layers, their
-    stack) and the LSTM's outputs, all float32, plus a fixed overhead. Measured
-    peaks on distinct 48-byte tokens: 218 KB (`small`; this gives 228 KB), 124 KB
-    (english-compact; 137 KB), 23 KB (the test fixture; 34 KB).
-    """
+    The peak is the character CNN's largest filter bank over every window of a 50-character token, then the output
+    layers and the LSTM's outputs (float32), plus a fixed overhead. Measured on distinct 48-byte tokens: 218 KB
+    (`small`; this gives 228 KB), 124 KB (english-compact; 137 KB), 23 KB (the test fixture; 34 KB)."""
     chars = options.max_characters_per_token
     cnn = chars * options.char_embedding_dim + max(
         (chars - width + 1) * (count + width * options.char_embedding_dim) for width, count in options.filters

@@ -71,13 +71,11 @@ class BiLMOptions:
 
     @classmethod
     def from_dict(cls, options: Dict[str, Any], *, source: str = "options") -> "BiLMOptions":
-        """Read the `options.json` layout; a missing or invalid value raises
-        `OptionsError` naming `source`, the key (``lstm.dim``) and the value.
+        """Read the `options.json` layout; a missing or invalid value raises `OptionsError`.
 
-        Every number is checked, also under keys this class keeps in `extra`: finite
-        (Python's json reads NaN and Infinity), and for the biLM's own keys a whole
-        number where it must be one (a bool is not) and in range.
-        """
+        It names `source`, the key (``lstm.dim``) and the value. Every number is checked, also under keys kept in
+        `extra`: finite (Python's json reads NaN and Infinity), and for the biLM's own keys a whole number where it must
+        be one (a bool is not) and in range."""
         check_every_value(options, source)
         get = OptionReader(options, source)
         activation = get("char_cnn.activation", str)

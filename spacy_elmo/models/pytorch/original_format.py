@@ -103,11 +103,9 @@ def resolve_paths(
 ) -> Tuple[Path, Path]:
     """Accept a model directory or an explicit weights file (+ options file).
 
-    A directory must hold `options.json` and its weights: `weights.hdf5`,
-    `lm_weights.hdf5` (bilm-tf's name), the one `*weights.hdf5` (the published
-    models' names) or the only `.hdf5` file. A weights file looks for
-    `options.json` beside it.
-    """
+    A directory must hold `options.json` and `weights.hdf5`, `lm_weights.hdf5` (bilm-tf's name), the one
+    `*weights.hdf5` (the published models' names) or the only `.hdf5` file. A weights file looks for `options.json`
+    beside it."""
     weights = Path(weights)
     if weights.is_dir():
         weights = _find_weights_file(weights)
@@ -182,17 +180,11 @@ def load_bilm(weights: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM
 def read_hdf5_arrays(
     path: PathLike, expected: Dict[str, Tuple[int, ...]], why: str, *, refuse_others_under: Tuple[str, ...] = ()
 ) -> Dict[str, numpy.ndarray]:
-    """Read the datasets `expected` (name -> shape) as float32 arrays.
+    """Read the datasets `expected` (name -> shape) as float32 arrays, checking every one before any is read.
 
-    A dataset whose name starts with one of `refuse_others_under` but that is not
-    expected (a third LSTM layer when the options say two) raises `WeightsError`:
-    the options do not describe the file.
-
-    A missing, unreadable or non-finite dataset, a wrong shape or a dataset that is
-    not numbers raises `WeightsError` naming the file, the dataset (and both shapes);
-    `why` says where the expected shapes come from. Every dataset's shape, type and
-    chunks are checked before any is read, so what is read is only what is expected.
-    """
+    A missing, unreadable, non-finite or non-numeric dataset or a wrong shape raises `WeightsError` naming the file, the
+    dataset (and both shapes); so does an unexpected dataset under `refuse_others_under` (a third LSTM layer when the
+    options say two: the options do not describe the file). `why` says where the expected shapes come from."""
     import h5py
 
     check_regular_file(Path(path), WeightsError, "Weights")
@@ -251,10 +243,8 @@ def _declared_dataset(handle: Any, name: str, shape: Tuple[int, ...], path: Path
 def _stored_dataset(handle: Any, name: str, path: PathLike) -> Any:
     """The dataset `name` if the file holds it itself, None if there is none.
 
-    An HDF5 file can point elsewhere: a link to another file or another name, a
-    dataset whose bytes are in an outside file (external storage) or a view of
-    other files (virtual). Loading such a file would read whatever it points
-    to, any local file included, so each is refused with the dataset's name.
+    A link (to another file or name), external storage or a virtual dataset raises `WeightsError` with the dataset's
+    name: loading it would read whatever it points to, any local file included.
     """
     import h5py
 

@@ -64,13 +64,10 @@ class ScalarMix(nn.Module):
     def forward(
         self, layers: Tensor, mask: Optional[Tensor] = None, lengths: Optional[Sequence[int]] = None
     ) -> Tensor:
-        """:param layers: *Shape:* ``(n_layers, ..., width)``.
-        :param mask: *Shape:* ``layers.shape[1:-1]``, True at real positions;
-            needed for the layer norm only.
-        :param lengths: sequences laid end to end, *Shape:* of ``layers``
-            ``(n_layers, sum(lengths), width)``: the layer norm takes its
-            statistics per sequence, as if each were mixed alone.
-        :returns: *Shape:* ``layers.shape[1:]``.
+        """Mix `layers`, *Shape:* ``(n_layers, ..., width)``, into *Shape:* ``layers.shape[1:]``.
+
+        `mask`: *Shape:* ``layers.shape[1:-1]``, True at real positions; layer norm only. `lengths`: sequences laid end
+        to end, ``(n_layers, sum(lengths), width)``; the layer norm takes statistics per sequence, as if mixed alone.
         """
         if layers.shape[0] != self.n_layers:
             raise ValueError(f"expected {self.n_layers} layers, got {layers.shape[0]}")

@@ -21,12 +21,9 @@ GROUP_MAX_CHARS = (8, 12, 16, 24)
 class GroupedTokens:
     """Tokens' ids and their groups by length.
 
-    ``ids``: *Shape:* ``(n_tokens, word_columns + max_chars)``, int16 where they fit
-    on the host, int32 once :meth:`to` a device; ``order``: the tokens sorted by
-    length, stably (``None``: ``ids`` are), ``restore`` its inverse, *Shape:*
-    ``(n_tokens,)``; ``ends``: where each group ends in sorted order; ``longest``:
-    each group's longest token, in characters.
-    """
+    ``ids``: *Shape:* ``(n_tokens, word_columns + max_chars)``, int16 on the host where they fit, int32 once :meth:`to`
+    a device; ``order``: the tokens stably sorted by length (``None``: ``ids`` are), ``restore`` its inverse, *Shape:*
+    ``(n_tokens,)``; ``ends``: where each group ends in sorted order; ``longest``: each group's longest, in chars."""
 
     ids: Tensor
     ends: Tuple[int, ...]

@@ -106,12 +106,10 @@ def lstm_cell(
     clips: Clips,
     product: Product = affine,
 ) -> LstmState:
-    """One time step for the ``n`` sequences still running.
+    """One time step for the ``n`` sequences still running; returns the new ``h`` and ``c``.
 
-    :param gate_inputs: ``x_t W + b``, *Shape:* ``(k, n, 4H)``.
-    :param state: ``h`` ``(k, n, P)`` and ``c`` ``(k, n, H)`` after the previous
-        step, or ``None`` at the first step (zeros).
-    :returns: the new ``h`` and ``c``.
+    `gate_inputs`: ``x_t W + b``, *Shape:* ``(k, n, 4H)``. `state`: ``h`` ``(k, n, P)`` and ``c`` ``(k, n, H)``
+    after the previous step, or ``None`` at the first step (zeros).
     """
     hidden_size = weights.projection.shape[1]
     gates = gate_inputs if state is None else product(gate_inputs, state[0], weights.hidden)

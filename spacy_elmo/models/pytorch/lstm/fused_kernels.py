@@ -25,18 +25,9 @@ def lstm_layer(
 ):
     """Every step of one layer for ``BLOCK_N`` sequences of one direction.
 
-    Sequences are independent, so a program owns its rows for the whole layer:
-    ``c`` stays in its rows of ``c_ptr``, and ``h`` of step ``t - 1`` is read back
-    from the rows step ``t - 1`` wrote (``h_offsets[t]``; ``h_offsets[0]`` points at
-    the initial state). Step ``t``'s gate inputs start at row ``offsets[t]``. Per step and block of cells: the four gates from the
-    gate inputs plus ``h W_h``, the cell and its clip, ``m = o * tanh(c)``, and
-    ``m W_p`` summed over the blocks into the new ``h``, clipped and written at
-    ``h_offsets[t + 1]``.
-
-    With ``KEEP_TRACE``, each packed row of ``trace`` (``6H + P``) keeps what the
-    backward needs: the gates ``i, f, o, j`` after their nonlinearity, the cell
-    before its clip, ``m``, and ``h`` before its clip.
-    """
+    Sequences are independent, so a program owns its rows for the whole layer: ``c`` stays in its rows of ``c_ptr``;
+    step ``t`` reads ``h`` at ``h_offsets[t]`` (``[0]``: the initial state), gate inputs at ``offsets[t]``, writes
+    ``h`` at ``h_offsets[t + 1]``. ``KEEP_TRACE``: ``trace`` rows (``6H + P``) keep gates, unclipped c and h, ``m``."""
     direction = tl.program_id(0).to(tl.int64)  # 64-bit addresses: a row times its stride may pass 2**31
     first = tl.program_id(1) * BLOCK_N
     rows = (first + tl.arange(0, BLOCK_N)).to(tl.int64)
@@ -121,13 +112,9 @@ def lstm_layer_backward(
 ):
     """The steps of :func:`lstm_layer` in reverse, for ``BLOCK_N`` sequences of one direction.
 
-    In: ``d_h`` (packed, ``P``), the outputs' gradients; ``d_c`` (per sequence, ``H``),
-    the final cells' gradients; the forward's ``trace``. Per step: ``d_h`` through the
-    projection's clip (written back: the projection's gradient reads it), then per
-    block of cells ``d_m = d_h W_p^T``, the cell's gradient through its clip, the four
-    gates' gradients (written to ``d_gates``), the cell carry ``d_c f``, and
-    ``d_gates W_h^T`` summed into the previous step's ``d_h`` (``d_h0`` at the first step).
-    """
+    In: ``d_h`` (packed, ``P``), the outputs' gradients; ``d_c`` (per sequence, ``H``), the final cells'; the forward's
+    ``trace``. Per step, ``d_h`` through the projection's clip is written back (the projection's gradient reads it),
+    gate gradients go to ``d_gates``, and ``d_gates W_h^T`` sums into the previous ``d_h`` (``d_h0`` at the first)."""
     direction = tl.program_id(0).to(tl.int64)  # 64-bit addresses: a row times its stride may pass 2**31
     first = tl.program_id(1) * BLOCK_N
     rows = (first + tl.arange(0, BLOCK_N)).to(tl.int64)

@@ -42,14 +42,11 @@ def _kernels() -> ModuleType:
 
 @functools.lru_cache(maxsize=8)
 def step_tables(plan: PackingPlan, device: torch.device) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """What the kernel reads of `plan`, as int32 tensors on `device`; built once per plan
-    (every layer of a batch, and the first-use timing, share them).
+    """What the kernel reads of `plan`, int32 on `device`; cached: every layer of a batch and first-use timing share it.
 
-    :returns: ``batch_sizes`` and ``offsets`` per step; ``h_offsets`` (``n_steps + 1``):
-        where each step's previous ``h`` is in the kernel's ``h`` buffer, whose first
-        ``n_sequences`` rows hold the initial state and the rest the packed outputs;
-        ``lengths``: steps per sequence (longest first).
-    """
+    Returns ``batch_sizes`` and ``offsets`` per step; ``h_offsets`` (``n_steps + 1``): each step's previous ``h`` in the
+    kernel's ``h`` buffer (first ``n_sequences`` rows: the initial state, then the packed outputs); ``lengths``: steps
+    per sequence (longest first)."""
     sizes = (*plan.batch_sizes, 0)
     n_sequences = sizes[0]
     lengths = [0] * n_sequences
@@ -64,14 +61,11 @@ def step_tables(plan: PackingPlan, device: torch.device) -> Tuple[Tensor, Tensor
 def fused_layer(
     inputs: Tensor, plan: PackingPlan, weights: LayerWeights, clips: Clips, state: Optional[LstmState] = None,
 ) -> Tuple[Tensor, LstmState]:
-    """One layer, as :func:`~.cell.reference_layer` computes it, in float32 whatever
-    the inputs' dtype or autocast; differentiable (two kernels) where autograd
-    records, one kernel where it does not.
+    """One layer as :func:`~.cell.reference_layer` computes it, in float32 whatever the inputs' dtype or autocast.
 
-    :param inputs: *Shape:* ``(k, n_rows, P)``, packed as `plan` says.
-    :param state: ``h`` ``(k, n, P)`` and ``c`` ``(k, n, H)`` per sequence, or ``None`` (zeros).
-    :returns: the outputs ``(k, n_rows, P)`` and each sequence's final ``(h, c)``.
-    """
+    Differentiable (two kernels) where autograd records, one kernel where not. `inputs`: *Shape:* ``(k, n_rows, P)``,
+    packed as `plan` says; `state`: ``h`` ``(k, n, P)`` and ``c`` ``(k, n, H)`` per sequence, or ``None`` (zeros).
+    Returns the outputs ``(k, n_rows, P)`` and each sequence's final ``(h, c)``."""
     h0, c0 = state if state is not None else (None, None)
     tensors = tuple(
         None if t is None else t.float()

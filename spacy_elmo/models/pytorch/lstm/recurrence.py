@@ -33,18 +33,11 @@ class RecurrenceSpec:
 
 @dataclass
 class _Trace:
-    """What the forward keeps for the backward, *Shape:* ``(k, n_rows, ·)``.
+    """Kept per step while in cache, so the backward needs no elementwise pass; *Shape:* ``(k, n_rows, ·)``.
 
-    Computed at each step while its values are in cache, so that the backward
-    does no elementwise pass over all rows. ``factors`` (``4H``): per gate
-    ``i, f, o, j``, d(gate pre-activation) / d(its product) (``j·i(1-i)``,
-    ``c_prev·f(1-f)``, ``tanh(c)·o(1-o)``, ``i·(1-j²)``), written over the gates;
-    ``forget``: ``f``; ``dcell``: ``o·(1 - tanh(c)²)``; ``cell_out``:
-    ``o·tanh(c)``, the projection's input; ``cell_inside`` / ``proj_inside``:
-    1.0 where a clip passes the gradient, else 0.0 (``None`` without the clip;
-    float: a bool mask costs several times as much here); ``hidden``: the
-    outputs (``P``).
-    """
+    ``factors`` (``4H``): per gate d(pre-activation)/d(product) ``j·i(1-i)``, ``c_prev·f(1-f)``, ``tanh(c)·o(1-o)``,
+    ``i·(1-j²)``; ``forget``: ``f``; ``dcell``: ``o·(1 - tanh(c)²)``; ``cell_out``: ``o·tanh(c)``; ``hidden``: outputs;
+    ``cell_inside``/``proj_inside`` (``None``: no clip): 1.0 where it passes the gradient, else 0.0 (bool is slower)."""
 
     factors: Tensor
     forget: Tensor
@@ -87,11 +80,9 @@ def lstm_recurrence(
 ) -> Tuple[Tensor, LstmState]:
     """One layer for the ``k`` directions of `weights`, as :func:`~.cell.reference_layer` computes it.
 
-    :param inputs: *Shape:* ``(k, n_rows, P)``, packed.
-    :param state: every sequence's initial ``(h, c)`` in sorted order, or ``None`` (zeros).
-    :param directions_in_threads: run two directions on two CPU threads.
-    :returns: outputs ``(k, n_rows, P)`` and every sequence's final ``(h, c)``, sorted order.
-    """
+    `inputs`: *Shape:* ``(k, n_rows, P)``, packed; `state`: every sequence's initial ``(h, c)`` in sorted order, or
+    ``None`` (zeros); `directions_in_threads`: two directions on two CPU threads. Returns the outputs
+    ``(k, n_rows, P)`` and every sequence's final ``(h, c)``, in sorted order."""
     spec = RecurrenceSpec(plan.batch_sizes, clips.cell, clips.projection, directions_in_threads)
     h0, c0 = state if state is not None else (None, None)
     hidden, final_h, final_c = _LstmRecurrence.apply(

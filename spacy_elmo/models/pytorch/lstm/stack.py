@@ -105,17 +105,11 @@ class BiLstmStack(nn.Module):
         *,
         path: str = "auto",
     ) -> Tuple[List[Tensor], List[LstmState]]:
-        """Run every layer over packed inputs.
+        """Run every layer over packed token vectors `inputs`, *Shape:* ``(2, n_rows, P)``.
 
-        :param inputs: token vectors, *Shape:* ``(2, n_rows, P)``.
-        :param plan: the packing plan shared by both directions.
-        :param initial_state: per layer, ``(h, c)`` of every sequence in sorted
-            order; ``None`` starts from zeros.
-        :param distinct: ``inputs`` as rows of a table, for prediction's first layer.
-        :param path: "auto" (the rule), or a path to force.
-        :returns: per layer the packed outputs (residual included), *Shape:*
-            ``(2, n_rows, P)``, and per layer every sequence's final state.
-        """
+        `initial_state`: per layer, every sequence's ``(h, c)`` in sorted order (``None``: zeros); `distinct`:
+        ``inputs`` as table rows, for prediction's first layer; `path`: "auto" (the rule) or a path to force. Returns
+        per layer the packed outputs (residual included), ``(2, n_rows, P)``, and every sequence's final state."""
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         by_rule = path == "auto"
