@@ -1,4 +1,5 @@
 """Errors with messages that name the offending file, line or value."""
+import math
 from typing import Optional
 
 
@@ -12,6 +13,11 @@ def shown(value: object) -> str:
     """`value` for a message: its repr, cut short when long (a 400-digit number)."""
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
+def is_finite_number(value: object) -> bool:
+    """Whether `value` is what a number setting must be: an int or float (not a bool), finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class SpacyElmoError(Exception):

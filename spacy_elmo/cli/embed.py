@@ -146,8 +146,7 @@ def write_embeddings(
     from tqdm import tqdm
 
     numbered, for_tokens = itertools.tee(_read_lines(text))
-    for_tokens = (line for _, line in for_tokens)
-    layers_per_line = embedder.embed((line.split() for line in for_tokens), warn=False)
+    layers_per_line = embedder.embed((line.split() for _, line in for_tokens), warn=False)
     sentence_to_index: Dict[str, str] = {}
     interactive = sys.stderr.isatty()
     progress = tqdm(

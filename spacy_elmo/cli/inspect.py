@@ -34,7 +34,7 @@ def inspect_command(
 ) -> None:
     """Print each ELMo component's layer weights softmax(s) and gamma."""
     if png is not None:  # before the pipeline loads: never among its files
-        check_output_file(png, inputs=[Path(pipeline)] if Path(pipeline).exists() else [])
+        check_output_file(png, inputs=[Path(pipeline)])  # a package name is no path: nothing to compare
     mixes = layer_mixes(_load(pipeline))
     if not mixes:
         raise SpacyElmoError(f"No component of {pipeline} mixes ELMo layers (no trained scalar mix)")

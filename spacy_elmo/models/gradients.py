@@ -1,8 +1,7 @@
 """Gradient plumbing shared by the Thinc layers."""
-import math
 from typing import Any, List, Sequence, TypeVar
 
-from ..errors import SettingsError
+from ..errors import SettingsError, is_finite_number
 
 ArrayT = TypeVar("ArrayT")
 
@@ -23,6 +22,6 @@ def scale_gradients(gradients: Sequence[ArrayT], factor: float) -> List[ArrayT]:
 
 def check_grad_factor(grad_factor: Any) -> float:
     """A listener's ``grad_factor``: a finite number (NaN would reach every weight of a fine-tuned biLM)."""
-    if isinstance(grad_factor, bool) or not isinstance(grad_factor, (int, float)) or not math.isfinite(grad_factor):
+    if not is_finite_number(grad_factor):
         raise SettingsError(f"grad_factor must be a finite number, got {grad_factor!r}")
     return float(grad_factor)

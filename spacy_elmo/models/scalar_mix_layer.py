@@ -3,7 +3,6 @@
 The torch module is built once the number of layers is known: from ``n_layers``, from the biLM the listener is linked
 to, or from the first batch it is initialized with.
 """
-import math
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -12,7 +11,7 @@ import torch
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d, Floats3d
 
-from ..errors import SettingsError
+from ..errors import SettingsError, is_finite_number
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.scalar_mix import ScalarMix
@@ -54,7 +53,7 @@ def build_scalar_mix_v1(
         raise SettingsError(f"mixer.n_layers must be null or a positive number of layers, got {n_layers!r}")
     for name, value in (("initial_gamma", initial_gamma), ("dropout", dropout), ("l2_penalty", l2_penalty),
                         *(("initial_weights", w) for w in initial_weights or ())):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not is_finite_number(value):
             kind = "finite numbers" if name == "initial_weights" else "a finite number"
             raise SettingsError(f"mixer.{name} must be {kind}, got {value!r}")
     if l2_penalty < 0:

@@ -61,9 +61,10 @@ class PretrainRun:
         # A name's softmax and vocabulary (first: one error names all its files that are missing).
         self.init_language_model = language_model_folder(init_from) if init_from is not None else None
         self.init_from = find_model(init_from) if init_from is not None else None
-        if self.init_from is not None and not format_of(self.init_from[0]).TRAINABLE:
+        init_format = format_of(self.init_from[0]) if self.init_from is not None else None
+        if init_format is not None and not init_format.TRAINABLE:
             raise ConfigError(
-                f"--init-from {init_from}: an {format_of(self.init_from[0]).NAME} model cannot be trained here; "
+                f"--init-from {init_from}: an {init_format.NAME} model cannot be trained here; "
                 "pretraining reads UTF-8 bytes, as bilm-tf models do"
             )
         if self.init_from is not None and _default_optimizer(config):

@@ -373,14 +373,9 @@ def claims(path: PathLike) -> bool:
     return True
 
 
-def model_files(path: PathLike, options: Optional[PathLike] = None) -> Tuple[Path, Path]:
-    """(weights file, options file) of a model directory or a weights file (:func:`resolve_paths`)."""
-    return resolve_paths(path, options)
-
-
-def load(path: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM:
-    """:func:`load_bilm`."""
-    return load_bilm(path, options)
+#: The format's (weights file, options file) of a path, and its loader.
+model_files = resolve_paths
+load = load_bilm
 
 
 def describe(bilm: ElmoBiLM) -> Optional[Dict[str, Any]]:
