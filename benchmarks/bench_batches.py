@@ -28,7 +28,7 @@ import torch
 from spacy_elmo.models.pytorch.char_ids import BYTE_IDS, batch_to_char_ids
 from spacy_elmo.models.pytorch.host_batch import HostBatch
 from spacy_elmo.pretraining.batch_stream import BatchStream
-from spacy_elmo.pretraining.batch_worker import PreparedBatches
+from spacy_elmo.pretraining.batch_worker import PreparedBatches, collect_rarely
 from spacy_elmo.pretraining.corpus import CorpusReader, TextSplitter
 from spacy_elmo.pretraining.language_model import LMBatch, n_predictions, target_ids
 from spacy_elmo.pretraining.tokenized_files import TokenizedFiles
@@ -48,7 +48,8 @@ def per_word(sentences, vocab: Vocabulary) -> LMBatch:
 
 
 def one_core(args: argparse.Namespace, cache: TokenizedFiles, vocab: Vocabulary, prepare: Callable) -> float:
-    """Tokens/s of ready batches: draw and prepare, in this process."""
+    """Tokens/s of ready batches: draw and prepare, in this process, collecting as the worker does."""
+    collect_rarely()
     stream = BatchStream(_reader(args, cache), tokens_per_batch=args.tokens_per_step, seed=args.seed)
     prepare(stream.next_batch(), vocab)  # the first draw fills the shuffle buffer
     tokens, start = 0, time.perf_counter()

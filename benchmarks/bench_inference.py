@@ -61,7 +61,7 @@ def build_bilm_and_sentences(args: argparse.Namespace):
 
 
 def timed_pass(args: argparse.Namespace):
-    """The sentences' token count, and a function that embeds them all once and returns the seconds."""
+    """The sentences and tokens, and a function that embeds them all once and returns the seconds."""
     import torch
 
     from spacy_elmo.models.pytorch.embedder import ElmoEmbedder
@@ -89,17 +89,17 @@ def timed_pass(args: argparse.Namespace):
             torch.cuda.synchronize()
         return time.perf_counter() - start
 
-    return n_tokens, once
+    return len(sentences), n_tokens, once
 
 
 def run_one(args: argparse.Namespace) -> dict:
     """Time one (size, batch size, device, dtype) configuration in this process."""
-    n_tokens, once = timed_pass(args)
+    n_sentences, n_tokens, once = timed_pass(args)
     once() if args.warmup else None
     times = [once() for _ in range(args.repeats)]
     return {
         "implementation": args.implementation, "size": args.model or args.size, "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype,
-        "sort_window": args.sort_window, "sentences": len(sentences), "tokens": n_tokens,
+        "sort_window": args.sort_window, "sentences": n_sentences, "tokens": n_tokens,
         "tokens_per_s": [round(n_tokens / t, 1) for t in times],
         "median_tokens_per_s": round(n_tokens / statistics.median(times), 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -130,11 +130,10 @@ def print_deviation(args: argparse.Namespace) -> None:
 
 def print_profile(args: argparse.Namespace) -> None:
     """Where one pass's time goes (torch.profiler, after a warm-up pass), at the first batch size and dtype."""
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     args.batch_size, args.dtype = args.batch_sizes[0], args.dtypes[0]
-    n_tokens, once = timed_pass(args)
+    _, n_tokens, once = timed_pass(args)
     once()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
     with profile(activities=activities) as profiled:

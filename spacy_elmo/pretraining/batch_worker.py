@@ -4,7 +4,9 @@ Where processes can be forked (Linux), one worker per training process runs `ahe
 prepares each batch itself. The batches are the same either way, and a checkpoint puts the prepared, untrained ones
 back in front of the stream's pending batches.
 """
+import contextlib
 import copyreg
+import gc
 import io
 import multiprocessing
 import os
@@ -12,6 +14,7 @@ import pickle
 import queue
 import signal
 import sys
+import time
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
@@ -95,10 +98,13 @@ class PreparedBatches:
             return
         self._stopped = True
         self._requests.put(("stop", None))
-        process.join(timeout=60)
+        deadline = time.monotonic() + 60
+        while process.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):  # a worker exits once the batches it sent are read
+                self._results.get(timeout=0.1)
         if process.is_alive():
             process.terminate()
-            process.join()
+        process.join()
         self._ready.clear()
         self._taken = 0
 
@@ -148,6 +154,7 @@ def _serve(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the loop, which stops the worker
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(1)
+    collect_rarely()
     parent = os.getppid()
     sent: Deque[List[Sentence]] = deque(maxlen=ahead + 1)  # the sentences of the last batches sent
     produced = 0
@@ -174,6 +181,13 @@ def _serve(
         except Exception as err:  # the loop raises it: a corpus error is the user's one-line message
             results.put(("error", err if _picklable(err) else TrainingError(f"{type(err).__name__}: {err}")))
             return
+
+
+def collect_rarely() -> None:
+    """Python's cycle collector every 50,000 allocations, not 700: drawing a batch makes thousands of lists (one per
+    sentence), and at the default a third of the worker's time went to walking the shuffle buffer's (measured with
+    benchmarks/bench_batches.py). The lists hold strings only, so no cycle waits longer for it."""
+    gc.set_threshold(50_000, 20, 100)
 
 
 def _as_bytes(step: HostStep) -> bytes:

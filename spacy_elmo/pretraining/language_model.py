@@ -69,7 +69,7 @@ class LMBatch:
 
 def n_predictions(sentences: Sequence[Sequence[str]]) -> int:
     """Predictions per direction: every word plus the sentence end (the "tokens" of perplexity)."""
-    return sum(len(s) + 1 for s in sentences)
+    return sum(map(len, sentences)) + len(sentences)
 
 
 class BiLMLanguageModel(nn.Module):

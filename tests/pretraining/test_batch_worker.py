@@ -87,3 +87,16 @@ def test_a_worker_that_dies_is_named_and_a_closed_one_is_not_used(tmp_path):
             batches.next_step()
     with pytest.raises(RuntimeError, match="closed"):
         batches.next_step()
+
+
+def test_a_worker_with_large_batches_unread_exits_by_itself_when_closed(tmp_path):
+    """Batches still in the pipe (more than it holds) are read away, so the worker is not killed."""
+    path = write_lines(tmp_path / "a.txt", [" ".join(f"w{i}x{j}" for j in range(60)) for i in range(400)])
+    reader = CorpusReader([path], TextSplitter(tokenizer="whitespace"), seed=1)
+    batches = PreparedBatches(BatchStream(reader, tokens_per_batch=4000, seed=2), BYTE_IDS, VOCAB, ahead=4)
+    batches.next_step()
+    process = batches._process
+    while batches._results.empty():  # the worker has sent a batch ahead
+        process.join(0.05)
+    batches.close()
+    assert process.exitcode == 0

@@ -5,7 +5,8 @@ is shifted by +1 so that id 0 marks a padded (absent) token.
 """
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, count
+from operator import itemgetter
 from typing import Callable, List, Protocol, Sequence, Tuple
 
 import numpy
@@ -34,8 +35,8 @@ class BatchWords:
     def of(cls, sentences: Sequence[Sequence[str]]) -> "BatchWords":
         tokens = list(chain.from_iterable(sentences))
         words = list(dict.fromkeys(tokens))  # loops in C, as the next two do
-        index = dict(zip(words, range(len(words))))
-        places = numpy.fromiter(map(index.__getitem__, tokens), dtype=numpy.int64, count=len(tokens))
+        index = dict(zip(words, count()))
+        places = numpy.array(itemgetter(*tokens)(index) if len(tokens) > 1 else [index[t] for t in tokens], numpy.int64)
         return cls(words, places, numpy.fromiter(map(len, sentences), dtype=numpy.int64, count=len(sentences)))
 
 

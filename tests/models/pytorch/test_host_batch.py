@@ -29,6 +29,8 @@ def test_batch_words_are_the_distinct_words_and_each_tokens_place():
     assert words.words == ["the", "cat", "a", BOS_TOKEN, "x" * 60, "x" * 61, "Zürich", "né"]
     assert [words.words[i] for i in words.places] == [t for s in SENTENCES for t in s]
     assert words.lengths.tolist() == [3, 0, 4, 1, 3]
+    for sentences, places in (([], []), ([[]], []), ([[], ["a"]], [0])):  # no token, one token
+        assert BatchWords.of(sentences).places.tolist() == places
 
 
 def test_a_batch_of_words_is_the_batch_of_their_ids():
