@@ -31,7 +31,7 @@ def assemble_model(
     bilm = ElmoBiLM(options) if options is not None else load_bilm(*pretrained)
     dim = bilm.options.projection_dim
     head = load_softmax(softmax, vocab_size=vocab_size, dim=dim) if softmax is not None else LMSoftmax(vocab_size, dim)
-    bilm.set_dropout(dropout)
+    bilm.lstm.set_dropout(dropout)
     model = BiLMLanguageModel(bilm, head, output_dropout=dropout)
     if state is not None:
         shapes = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}

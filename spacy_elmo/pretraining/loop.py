@@ -157,7 +157,7 @@ class TrainingLoop:
         and neither a checkpoint nor the exported biLM may hold them."""
         parameters = list(self.trainer.model.parameters())
         finite = torch.stack([torch.isfinite(p).all() for p in parameters]).all()
-        if not self.processes.all_true(finite):
+        if not self.processes.all_true_on_device(finite):
             raise TrainingError(
                 f"The biLM's weights are not finite (NaN or infinity) at step {self.progress.step}, so they were "
                 f"not saved; lower optimizer.learn_rate (now {self.config.optimizer.learn_rate:g}) or "

@@ -38,10 +38,6 @@ class Processes:
             dist.all_reduce(tensor)
         return tensor
 
-    def all_true(self, flag: Tensor) -> bool:
-        """True when `flag` (a 0-d bool tensor) is true on every process."""
-        return bool(self.all_true_on_device(flag))
-
     def all_true_on_device(self, flag: Tensor) -> Tensor:
         """Whether `flag` (a 0-d bool tensor) is true on every process, left on the device."""
         if self.distributed:

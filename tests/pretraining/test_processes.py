@@ -21,7 +21,7 @@ def test_one_process_is_the_main_one_and_its_collectives_are_its_own_values():
     assert not one.distributed and one.is_main
     tensor = torch.tensor([1.0, 2.0])
     assert one.sum(tensor) is tensor and tensor.tolist() == [1.0, 2.0]
-    assert one.all_true(torch.tensor(True)) is True and one.all_true(torch.tensor(False)) is False
+    assert bool(one.all_true_on_device(torch.tensor(True))) and not one.all_true_on_device(torch.tensor(False))
     assert one.gather_to_main({"a": 1}) == [{"a": 1}]
     assert one.decide_on_main(3, lambda gathered: gathered * 2) == [3, 3]
 

@@ -104,21 +104,12 @@ class ElmoBiLM(nn.Module):
         return HostBatch.of_words(BatchWords.of(sentences), self.token_ids)
 
     @property
-    def boundary_ids(self) -> Tensor:
-        """The ids of ``<S>`` and ``</S>``, *Shape:* ``(2, token_width)``."""
-        return torch.tensor(self.token_ids.boundary_rows)
-
-    @property
     def device(self) -> torch.device:
         return self.lstm.biases[0].device
 
     @property
     def n_output_layers(self) -> int:
         return self.options.n_output_layers
-
-    def set_dropout(self, rate: float) -> None:
-        """Dropout on the input of every LSTM layer in training mode (0 turns it off)."""
-        self.lstm.set_dropout(rate)
 
     @property
     def output_dim(self) -> int:

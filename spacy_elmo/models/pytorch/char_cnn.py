@@ -220,17 +220,6 @@ class TokenVectorCache:
         self._encoder = self._fingerprint = None
         self.hits = self.misses = 0
 
-    def token_vectors(self, encoder: CharacterEncoder, char_ids: Tensor) -> Tensor:
-        """``encoder(char_ids)``, *Shape:* ``(n_words, projection_dim)``, computing only the words not seen before.
-
-        `char_ids`: *Shape:* ``(n_words, token_width)``, distinct rows, read on the host (ids on a device are copied
-        back first). Only for prediction: the result carries no gradient.
-        """
-        lookup = self.lookup(encoder, char_ids.cpu().numpy())
-        if lookup is None:
-            return encoder(char_ids)
-        return self.vectors(encoder, lookup.to(char_ids.device))
-
     def lookup(self, encoder: CharacterEncoder, ids: numpy.ndarray) -> Optional[CacheLookup]:
         """The host's part: which of the distinct rows `ids` *Shape:* ``(n_words, token_width)``
         the cache holds, and the slots of the new ones (the least recently used words

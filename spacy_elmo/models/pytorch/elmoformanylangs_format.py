@@ -5,11 +5,10 @@
 and a highway gate that carries the input (its sign flipped here).
 """
 import dataclasses
-from dataclasses import dataclass
 import math
 import reprlib
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -19,10 +18,8 @@ from ...input_files import MAX_VOCABULARY_BYTES, check_regular_file, read_regula
 from .bilm import ElmoBiLM
 from .char_ids import padded_ids
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
-from .original_format import check_parameter_count, permute_gates, read_json
+from .original_format import PathLike, check_parameter_count, permute_gates, read_json
 from .state_dicts import read_state_dict
-
-PathLike = Union[str, Path]
 
 BOS, EOS, OOV, PAD, BOW, EOW = "<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>"
 CHARACTER_SPECIALS = (BOS, EOS, OOV, PAD, BOW, EOW)
@@ -45,7 +42,7 @@ PUBLISHED_CONFIG_NAMES = ("cnn_50_100_512_4096_sample.json", "cnn_0_100_512_4096
 _FILE_TO_MODEL_GATES = (0, 1, 3, 2)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class DictionaryIds:
     """Token ids from a character vocabulary (and a word vocabulary), as ELMoForManyLangs reads its input.
 
@@ -73,15 +70,10 @@ class DictionaryIds:
         """The ids of one token, *Shape:* ``(word_columns + max_chars,)``."""
         token = token[: self.max_chars - 2]
         chars = self.characters
-        ids = [chars[PAD] + 1] * self.max_chars
         payload = [chars[token]] if token in (BOS, EOS) else [chars.get(c, chars[OOV]) for c in token]
-        ids[0] = chars[EOW] + 1
-        for i, char in enumerate(payload, start=1):
-            ids[i] = char + 1
-        ids[len(payload) + 1] = chars[BOW] + 1
-        if self.words is None:
-            return tuple(ids)
-        return (self.words.get(token, self.words[OOV]) + 1, *ids)
+        ids = [chars[EOW] + 1, *(char + 1 for char in payload), chars[BOW] + 1]
+        word = () if self.words is None else (self.words.get(token, self.words[OOV]) + 1,)
+        return (*word, *ids, *[chars[PAD] + 1] * (self.max_chars - len(ids)))
 
     def rows(self, words: Sequence[str]) -> numpy.ndarray:
         """Each word's :meth:`row`, *Shape:* ``(n_words, word_columns + max_chars)``, int64."""

@@ -95,6 +95,12 @@ def _ids(words):
     return batch_to_char_ids([words])[0]
 
 
+def _cached(cache: TokenVectorCache, encoder: CharacterEncoder, char_ids: torch.Tensor) -> torch.Tensor:
+    """``encoder(char_ids)`` (distinct rows) through `cache`, as prediction reads it."""
+    lookup = cache.lookup(encoder, char_ids.numpy())
+    return encoder(char_ids) if lookup is None else cache.vectors(encoder, lookup.to(char_ids.device))
+
+
 def _assert_same(got, want):
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
 
@@ -102,8 +108,8 @@ def _assert_same(got, want):
 def test_cached_vectors_are_exactly_the_encoder_s(eval_encoder):
     cache = TokenVectorCache(100)
     with torch.inference_mode():
-        first = cache.token_vectors(eval_encoder, _ids(["the", "bank", "river"]))
-        mixed = cache.token_vectors(eval_encoder, _ids(["muddy", "bank", "the", "water"]))
+        first = _cached(cache, eval_encoder, _ids(["the", "bank", "river"]))
+        mixed = _cached(cache, eval_encoder, _ids(["muddy", "bank", "the", "water"]))
         assert torch.equal(first, eval_encoder(_ids(["the", "bank", "river"])))  # all computed here
         _assert_same(mixed, eval_encoder(_ids(["muddy", "bank", "the", "water"])))
     assert (cache.hits, cache.misses) == (2, 5) and len(cache) == 5
@@ -112,14 +118,14 @@ def test_cached_vectors_are_exactly_the_encoder_s(eval_encoder):
 def test_the_cache_is_bounded_and_keeps_the_recently_used_words(eval_encoder):
     cache = TokenVectorCache(3)
     with torch.inference_mode():
-        cache.token_vectors(eval_encoder, _ids(["a", "b", "c"]))
-        cache.token_vectors(eval_encoder, _ids(["a"]))  # "a" is now the most recent
-        cache.token_vectors(eval_encoder, _ids(["d", "e"]))  # evicts "b" and "c"
+        _cached(cache, eval_encoder, _ids(["a", "b", "c"]))
+        _cached(cache, eval_encoder, _ids(["a"]))  # "a" is now the most recent
+        _cached(cache, eval_encoder, _ids(["d", "e"]))  # evicts "b" and "c"
         assert len(cache) == 3
         hits = cache.hits
-        cache.token_vectors(eval_encoder, _ids(["a", "d", "e"]))
+        _cached(cache, eval_encoder, _ids(["a", "d", "e"]))
         assert cache.hits == hits + 3
-        got = cache.token_vectors(eval_encoder, _ids(["b", "f", "g", "h", "i"]))  # more new words than room
+        got = _cached(cache, eval_encoder, _ids(["b", "f", "g", "h", "i"]))  # more new words than room
         assert len(cache) == 3
         _assert_same(got, eval_encoder(_ids(["b", "f", "g", "h", "i"])))
 
@@ -128,27 +134,27 @@ def test_changed_weights_or_another_encoder_empty_the_cache(eval_encoder):
     cache = TokenVectorCache(100)
     words = ["the", "bank"]
     with torch.inference_mode():
-        cache.token_vectors(eval_encoder, _ids(words))
+        _cached(cache, eval_encoder, _ids(words))
     with torch.no_grad():
         eval_encoder.char_embedding.add_(0.5)  # an in-place torch update
     other = CharacterEncoder(NAMED_SIZES["tiny"]).eval()
     with torch.inference_mode():
-        assert torch.equal(cache.token_vectors(eval_encoder, _ids(words)), eval_encoder(_ids(words)))
+        assert torch.equal(_cached(cache, eval_encoder, _ids(words)), eval_encoder(_ids(words)))
         assert cache.hits == 0
         eval_encoder.weights_changed()  # an update torch cannot see (Thinc's optimizer)
-        cache.token_vectors(eval_encoder, _ids(words))
+        _cached(cache, eval_encoder, _ids(words))
         assert cache.hits == 0
-        assert torch.equal(cache.token_vectors(other, _ids(words)), other(_ids(words)))
+        assert torch.equal(_cached(cache, other, _ids(words)), other(_ids(words)))
         assert cache.hits == 0
 
 
 def test_no_caching_with_gradients_or_when_off(eval_encoder):
     cache = TokenVectorCache(100)
-    vectors = cache.token_vectors(eval_encoder, _ids(["a", "b"]))
+    vectors = _cached(cache, eval_encoder, _ids(["a", "b"]))
     assert vectors.requires_grad and len(cache) == 0
     off = TokenVectorCache(0)
     with torch.inference_mode():
-        off.token_vectors(eval_encoder, _ids(["a", "b"]))
+        _cached(off, eval_encoder, _ids(["a", "b"]))
     assert len(off) == 0
     with pytest.raises(ValueError, match="max_words must be 0"):
         TokenVectorCache(-1)

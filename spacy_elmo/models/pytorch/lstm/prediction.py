@@ -57,10 +57,6 @@ class FastProducts:
 
         return product
 
-    def __reduce__(self):
-        # Prepacked weights cannot be pickled or deep-copied; a copy starts empty.
-        return (FastProducts, ())
-
 
 def prediction_layer(
     products: FastProducts,
