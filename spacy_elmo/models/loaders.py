@@ -12,8 +12,7 @@ from ..named_models import NAMED_MODELS, default_model, is_downloaded, locate_mo
 from .pytorch import original_format
 from .pytorch.bilm import ElmoBiLM
 from .pytorch.downloaded_files import verify_download
-from .pytorch.elmoformanylangs_archive import unpack_archive
-from .pytorch.formats import load_model
+from .pytorch.formats import archive_of, load_model
 from .pytorch.options import NAMED_SIZES, BiLMOptions
 
 #: Returns a ready biLM (size and weights from its files).
@@ -99,22 +98,20 @@ def find_model(
     weights, options = locate_model(model, verify=verify_download, check=check, cache=cache, url=url)
     if options is not None:
         _check_size(str(model), options)
-    if weights.suffix == ".zip":
+    archive = archive_of(weights)
+    if archive is not None:
         if not is_downloaded(model):
-            raise InputError(
-                f"{weights} is a zip archive: unpack it and give the folder that holds its config.json (an "
-                "ELMoForManyLangs model), or give a published one by name (elmoformanylangs-LANG) to have it "
-                "downloaded and unpacked into the model cache"
-            )
-        return unpack_archive(weights), None
+            raise InputError(f"{weights} is a {archive.SUFFIX[1:]} archive: {archive.LOCAL_HINT}")
+        return archive.unpack_archive(weights), None
     return weights, options
 
 
 def _check_loads(name: str, files: Tuple[Path, ...]) -> None:
     """Load a newly downloaded model once (an archive: unpack it, which loads it), so a
     model that does not load, or is not `name`, never stays in the cache."""
-    if len(files) == 1:
-        unpack_archive(files[0])
+    archive = archive_of(files[0])
+    if archive is not None:
+        archive.unpack_archive(files[0])
     else:
         _check_size(name, files[0])
         original_format.load_bilm(files[1], files[0])

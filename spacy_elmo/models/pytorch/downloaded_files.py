@@ -5,7 +5,7 @@ from typing import Any, Iterator, List, Tuple, Union
 
 from ...download import file_name
 from ...errors import InputError, SpacyElmoError, one_line
-from .elmoformanylangs_archive import archive_members
+from .formats import ARCHIVES, archive_of
 from .original_format import MAX_PARAMETERS, declared_values, read_options
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -15,11 +15,12 @@ SLAB_VALUES = 1 << 22
 
 def verify_download(path: Path, shown: str) -> None:
     """Options must pass every check the loader makes (their biLM's size included);
-    weights be an HDF5 file whose every dataset reads; an archive hold an ELMoForManyLangs
-    model of a size spacy-elmo loads. `shown`: the URL, as errors show it."""
+    weights be an HDF5 file whose every dataset reads; an archive hold a model of its format
+    of a size spacy-elmo loads. `shown`: the URL, as errors show it."""
     if path.stat().st_size == 0:
         raise InputError(f"{shown} sent an empty file")
     kind = Path(file_name(shown)).suffix  # a query after the file name changes nothing
+    archive = archive_of(file_name(shown))
     if kind == ".json":
         read_options(path, shown=shown)
     elif kind in (".hdf5", ".h5"):
@@ -27,10 +28,11 @@ def verify_download(path: Path, shown: str) -> None:
             if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
                 raise InputError(f"{shown} is not an HDF5 file")
         _read_every_dataset(path, shown)
-    elif kind == ".zip":
-        archive_members(path, shown)
+    elif archive is not None:
+        archive.archive_members(path, shown)
     else:
-        raise InputError(f"{shown}: not a kind of model file spacy-elmo checks (.json, .hdf5, .zip); refused")
+        kinds = ", ".join((".json", ".hdf5", *(archive.SUFFIX for archive in ARCHIVES)))
+        raise InputError(f"{shown}: not a kind of model file spacy-elmo checks ({kinds}); refused")
 
 
 def _read_every_dataset(path: Path, shown: str) -> None:

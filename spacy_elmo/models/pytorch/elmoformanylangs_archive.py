@@ -20,6 +20,12 @@ from .elmoformanylangs_format import (
     expected_shapes, load, read_skeleton,
 )
 
+#: The file names of this format's archives, and what to do with one given as a path (not a published model's name).
+SUFFIX = ".zip"
+LOCAL_HINT = (
+    "unpack it and give the folder that holds its config.json (an ELMoForManyLangs model), or give a published one "
+    "by name (elmoformanylangs-LANG) to have it downloaded and unpacked into the model cache"
+)
 ARCHIVE_FILES = (CONFIG_NAME, "char.dic", "word.dic", *STATE_FILES, *PUBLISHED_CONFIG_NAMES)
 #: The most an archive's files may hold once unpacked (the published ones: under 1 GB).
 MAX_ARCHIVE_BYTES = 4 << 30

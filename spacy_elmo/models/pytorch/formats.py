@@ -1,4 +1,5 @@
-"""The formats of biLM files spacy-elmo reads: each one module, registered in :data:`FORMATS`.
+"""The formats of biLM files spacy-elmo reads: each one module, registered in :data:`FORMATS` (and a format
+published as archive files, its archive module in :data:`ARCHIVES`).
 
 The first format that claims a path reads it (bilm-tf/AllenNLP, last, claims every path); a saved pipeline's biLM
 skeleton is rebuilt by the first format that rebuilds the description the loading format gave.
@@ -7,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Protocol, Tuple, Union, cast
 
 from ...errors import WeightsError
-from . import elmoformanylangs_format, original_format
+from . import elmoformanylangs_archive, elmoformanylangs_format, original_format
 from .bilm import ElmoBiLM
 
 PathLike = Union[str, Path]
@@ -37,12 +38,32 @@ class ModelFormat(Protocol):
         """The skeleton `describe` gave `data` for, its weights unset (None: another format's data)."""
 
 
+class ModelArchive(Protocol):
+    """What an archive module defines: a published model that is one archive file, unpacked into the model cache."""
+
+    #: The archive files' suffix, and what a user who gave one as a path is told to do.
+    SUFFIX: str
+    LOCAL_HINT: str
+
+    def archive_members(self, path: Path, shown: str) -> object:
+        """Refuse (raise) a file that holds no model of the format (checked before it enters the cache)."""
+
+    def unpack_archive(self, path: Path) -> Path:
+        """The model folder unpacked beside the archive `path`, once, loaded before it takes its name."""
+
+
 FORMATS: Tuple[ModelFormat, ...] = cast(Tuple[ModelFormat, ...], (elmoformanylangs_format, original_format))
+ARCHIVES: Tuple[ModelArchive, ...] = cast(Tuple[ModelArchive, ...], (elmoformanylangs_archive,))
 
 
 def format_of(path: PathLike) -> ModelFormat:
     """The format that reads `path`."""
     return next(fmt for fmt in FORMATS if fmt.claims(path))
+
+
+def archive_of(path: PathLike) -> Optional[ModelArchive]:
+    """The archive module of a file named with its suffix, or None."""
+    return next((archive for archive in ARCHIVES if Path(path).suffix == archive.SUFFIX), None)
 
 
 def load_model(path: PathLike, options: Optional[PathLike] = None) -> ElmoBiLM:

@@ -57,3 +57,19 @@ def test_a_biLM_of_token_ids_no_format_knows_is_refused_in_one_line():
     bilm.token_ids = Unknown()
     with pytest.raises(SpacyElmoError, match="No model format describes a biLM of Unknown"):
         formats.describe(bilm)
+
+
+def test_an_archive_is_checked_and_unpacked_by_the_archive_module_of_its_suffix(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from spacy_elmo.models.pytorch import elmoformanylangs_archive
+    from spacy_elmo.models.pytorch.downloaded_files import verify_download
+
+    assert formats.archive_of("cache/11/168.zip") is elmoformanylangs_archive
+    assert formats.archive_of("weights.hdf5") is None and formats.archive_of(ELMOFORMANYLANGS) is None
+    checked = []
+    other = SimpleNamespace(SUFFIX=".tgz", LOCAL_HINT="", archive_members=lambda path, shown: checked.append(shown))
+    monkeypatch.setattr(formats, "ARCHIVES", (*formats.ARCHIVES, other))
+    (tmp_path / "m.tgz").write_bytes(b"an archive")
+    verify_download(tmp_path / "m.tgz", "http://h/m.tgz?x=1")  # a new archive format: one line in ARCHIVES
+    assert checked == ["http://h/m.tgz?x=1"]
