@@ -17,12 +17,16 @@ import pytest
 from spacy_elmo import download as download_module
 from spacy_elmo import named_models
 from spacy_elmo.errors import InputError, SpacyElmoError
-from spacy_elmo.models.loaders import load_named_weights
+from spacy_elmo.models.loaders import _check_loads, load_named_weights
 from spacy_elmo.models.pytorch.downloaded_files import verify_download
 from spacy_elmo.named_models import NAMED_MODELS
 
-# What every caller in the package passes: the loader's checks decide what is cached.
-model_files = functools.partial(named_models.model_files, verify=verify_download)
+
+
+def model_files(name: str, **settings):
+    """As the loaders call it: each file checked as it arrives, then the new model loaded once."""
+    return named_models.model_files(name, verify=verify_download, check=functools.partial(_check_loads, name), **settings)
+
 
 SMALL = NAMED_MODELS["small"]
 # The fixture biLM stands for the published models.
@@ -292,7 +296,7 @@ def test_an_invalid_content_length_is_one_line(tmp_path: Path, length: str):
 
 @pytest.mark.parametrize("which,content,message", [
     (0, b"[]", r"the options must be an object, got \[\]"),
-    (1, b"\x89HDF\r\n\x1a\n" + b"garbage" * 100, "is a damaged HDF5 file"),
+    (1, b"\x89HDF\r\n\x1a\n" + b"garbage" * 100, "not a readable HDF5 file"),
     # Options are checked as the loader checks them: a 75 GiB biLM is refused before its weights are fetched.
     (0, b'{"lstm": {"dim": 50000, "projection_dim": 50000, "n_layers": 2}, "char_cnn": {"activation": "relu", '
         b'"filters": [[1, 4]], "n_highway": 1, "embedding": {"dim": 4}}}', "parameters, more than the 400,000,000"),
@@ -385,17 +389,30 @@ def test_weights_that_declare_more_than_a_bilm_are_refused_before_any_read(
 ):
     """A few KB of HDF5 can declare 75 GiB (gzip chunks never written): refused from
     what the file declares, without reading a dataset."""
-    from .models.pytorch.test_downloaded_files import guard_reads
     from .robustness.test_model_files import size_bomb, write_declared_only
 
     served = published_layout / SMALL.folder
     options = json.loads((served / SMALL.file_names()[0]).read_text())
     write_declared_only(served / SMALL.file_names()[1], size_bomb(options))
     assert (served / SMALL.file_names()[1]).stat().st_size < 100_000
-    guard_reads(monkeypatch, lambda dataset: 0)
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", lambda dataset, selection: pytest.fail(f"{dataset.name} read"))
     cache = tmp_path / "cache"
     with serving(published_layout) as url:
-        with pytest.raises(InputError, match=r"declares 90,007,115,232 values in its datasets, more than the 400,000,"):
+        with pytest.raises(SpacyElmoError, match=r"dataset 'CNN_proj/W_proj' has shape \(124, 50000\), but from .*options"):
+            model_files("small", cache=cache, url=url)
+    assert not cache.exists()
+
+
+def test_weights_that_read_an_outside_file_are_refused_and_not_cached(published_layout: Path, tmp_path: Path):
+    weights = published_layout / SMALL.folder / SMALL.file_names()[1]
+    (tmp_path / "secret.bin").write_bytes(bytes(64))
+    with h5py.File(weights, "a") as handle:
+        shape = handle["char_embed"].shape
+        del handle["char_embed"]
+        handle.create_dataset("char_embed", shape, "f4", external=[(str(tmp_path / "secret.bin"), 0, 4 * shape[0] * shape[1])])
+    cache = tmp_path / "cache"
+    with serving(published_layout) as url:
+        with pytest.raises(SpacyElmoError, match=r"dataset 'char_embed' keeps its data in an outside file; refused"):
             model_files("small", cache=cache, url=url)
     assert not cache.exists()
 
