@@ -35,7 +35,7 @@ def build_sentence_spans_v2(*, max_length: int = 256, punct_chars: Optional[Sequ
     """
     _check_max_length(max_length)
     sentencizer = Sentencizer(punct_chars=list(punct_chars) if punct_chars else None)
-    return partial(found_sentence_spans, sentencizer=sentencizer, max_length=max_length)
+    return partial(sentence_spans, sentencizer=sentencizer, max_length=max_length)
 
 
 def build_doc_spans_v1(*, max_length: int = 256) -> SpanGetterT:
@@ -45,21 +45,16 @@ def build_doc_spans_v1(*, max_length: int = 256) -> SpanGetterT:
     return partial(doc_spans, max_length=max_length)
 
 
-def sentence_spans(docs: Iterable[Doc], *, max_length: int) -> List[List[Span]]:
-    spans = []
-    for doc in docs:
-        if doc.has_annotation("SENT_START"):
-            spans.append([span for sent in doc.sents for span in _cut(sent, max_length)])
-        else:
-            spans.append(list(_cut(doc[:], max_length)))
-    return spans
-
-
-def found_sentence_spans(docs: Iterable[Doc], *, sentencizer: Sentencizer, max_length: int) -> List[List[Span]]:
+def sentence_spans(
+    docs: Iterable[Doc], *, max_length: int, sentencizer: Optional[Sentencizer] = None
+) -> List[List[Span]]:
+    """Each Doc's sentences (its own, else the `sentencizer`'s, else the whole Doc), cut to `max_length` tokens."""
     spans = []
     for doc in docs:
         if doc.has_annotation("SENT_START"):
             sentences: Iterable[Span] = doc.sents
+        elif sentencizer is None:
+            sentences = [doc[:]]
         else:
             starts = [i for i, start in enumerate(sentencizer.predict([doc])[0]) if start]
             sentences = (doc[start:end] for start, end in zip(starts, starts[1:] + [len(doc)]))

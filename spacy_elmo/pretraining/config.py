@@ -15,11 +15,6 @@ from .corpus import FORMATS
 from .default_config import default_config_text
 from .precision import TRAINING_PRECISIONS
 
-MODEL_KEYS = (
-    "lstm_dim", "projection_dim", "n_layers", "n_highway", "char_embedding_dim", "filters",
-    "cell_clip", "proj_clip", "use_skip_connections",
-)
-
 
 @dataclass(frozen=True)
 class SystemConfig:
@@ -130,9 +125,8 @@ class PretrainConfig:
 def resolve_model(model: ModelConfig) -> BiLMOptions:
     """``[model]`` as biLM options: the named size with every non-null setting replacing its value."""
     options = NAMED_SIZES[model.size].to_dict()
-    for key in MODEL_KEYS:
-        value = getattr(model, key)
-        if value is None:
+    for key, value in dataclasses.asdict(model).items():
+        if key == "size" or value is None:
             continue
         section = "char_cnn" if key in ("n_highway", "filters") else "lstm"
         if key == "char_embedding_dim":
