@@ -121,14 +121,9 @@ def set_vector_hooks(doc: Doc, mix: str) -> None:
     them; without ``doc._.elmo`` (dropped by ``doc_cleaner``) they read ``Doc.tensor``.
     """
     token_vector, span_vector = partial(_token_vector, mix=mix), partial(_span_vector, mix=mix)
-    doc.user_token_hooks["vector"] = token_vector
-    doc.user_token_hooks["has_vector"] = _has_vector
-    doc.user_span_hooks["vector"] = span_vector
-    doc.user_span_hooks["has_vector"] = _has_vector
-    doc.user_hooks["vector"] = span_vector
-    doc.user_hooks["has_vector"] = _has_vector
-    for hooks in (doc.user_token_hooks, doc.user_span_hooks, doc.user_hooks):
-        hooks["similarity"] = _cosine_similarity
+    vectors = ((doc.user_token_hooks, token_vector), (doc.user_span_hooks, span_vector), (doc.user_hooks, span_vector))
+    for hooks, vector in vectors:
+        hooks.update(vector=vector, has_vector=_has_vector, similarity=_cosine_similarity)
 
 
 def restore_vector_hooks(doc: Doc) -> None:
