@@ -354,5 +354,7 @@ def _default_optimizer(config: PretrainConfig) -> bool:
 
 def _combine_counts(parts: List[Tuple[Counter, int, int]]) -> Tuple[Counter, int, int]:
     """The vocabulary pass's counts of every process, added up."""
-    counts, n_sentences, n_words = zip(*parts)
-    return sum(counts, Counter()), sum(n_sentences), sum(n_words)
+    counts: Counter = Counter()
+    for part_counts, _, _ in parts:
+        counts.update(part_counts)  # in place: a sum of Counters would copy the whole vocabulary per process
+    return counts, sum(part[1] for part in parts), sum(part[2] for part in parts)

@@ -36,6 +36,7 @@ class BatchWords:
         tokens = list(chain.from_iterable(sentences))
         words = list(dict.fromkeys(tokens))  # loops in C, as the next two do
         index = dict(zip(words, count()))
+        # itemgetter of one key returns its value, not a tuple of one
         places = numpy.array(itemgetter(*tokens)(index) if len(tokens) > 1 else [index[t] for t in tokens], numpy.int64)
         return cls(words, places, numpy.fromiter(map(len, sentences), dtype=numpy.int64, count=len(sentences)))
 

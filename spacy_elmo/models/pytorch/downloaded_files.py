@@ -16,8 +16,8 @@ def verify_download(path: Path, shown: str) -> None:
     an HDF5 file; an archive hold a model of its format. `shown`: the URL, as errors show it."""
     if path.stat().st_size == 0:
         raise InputError(f"{shown} sent an empty file")
-    kind = Path(file_name(shown)).suffix  # a query after the file name changes nothing
-    archive = archive_of(file_name(shown))
+    name = file_name(shown)  # a query after the file name changes nothing
+    kind, archive = Path(name).suffix, archive_of(name)
     if kind == ".json":
         read_options(path, shown=shown)
     elif kind in (".hdf5", ".h5"):
@@ -27,5 +27,5 @@ def verify_download(path: Path, shown: str) -> None:
     elif archive is not None:
         archive.archive_members(path, shown)
     else:
-        kinds = ", ".join((".json", ".hdf5", *(archive.SUFFIX for archive in ARCHIVES)))
+        kinds = ", ".join((".json", ".hdf5", *(known.SUFFIX for known in ARCHIVES)))
         raise InputError(f"{shown}: not a kind of model file spacy-elmo checks ({kinds}); refused")

@@ -5,13 +5,12 @@ The first format that claims a path reads it (bilm-tf/AllenNLP, last, claims eve
 skeleton is rebuilt by the first format that rebuilds the description the loading format gave.
 """
 from pathlib import Path
-from typing import Any, Dict, Optional, Protocol, Tuple, Union, cast
+from typing import Any, Dict, Optional, Protocol, Tuple, cast
 
 from ...errors import WeightsError
 from . import elmoformanylangs_archive, elmoformanylangs_format, original_format
 from .bilm import ElmoBiLM
-
-PathLike = Union[str, Path]
+from .original_format import PathLike
 
 
 class ModelFormat(Protocol):
