@@ -9,7 +9,6 @@ would write, without paying the start of Python, spaCy and torch for each.
 
     python scripts/evaluate.py corpus/sample/ud/dev.spacy metrics/sample training/sample/ud_*/model-best
 """
-import importlib
 from pathlib import Path
 from typing import List
 
@@ -28,7 +27,7 @@ def main(
     pipelines: List[Path] = typer.Argument(..., help="Pipeline directories (training/<scale>/<name>/model-best)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to use (-1: CPU)"),
 ) -> None:
-    evaluate = importlib.import_module("spacy.cli.evaluate").evaluate  # spacy.cli.evaluate is also the command's name
+    from spacy.cli.evaluate import evaluate
     names = [output_name(pipeline) for pipeline in pipelines]
     if len(set(names)) != len(names):
         msg.fail(f"Two pipelines would write the same metrics file: {', '.join(names)}", exits=1)

@@ -17,7 +17,12 @@ def shown(value: object) -> str:
 
 def is_finite_number(value: object) -> bool:
     """Whether `value` is what a number setting must be: an int or float (not a bool), finite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float (400 digits)
+        return False
 
 
 class SpacyElmoError(Exception):

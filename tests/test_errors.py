@@ -11,6 +11,7 @@ from spacy_elmo.errors import (
     SpacyElmoError,
     TrainingError,
     WeightsError,
+    is_finite_number,
     one_line,
 )
 
@@ -56,3 +57,9 @@ def test_a_settings_error_is_caught_as_an_options_error():
 def test_a_training_error_is_a_runtime_error_and_a_checkpoint_error_neither_of_those():
     assert issubclass(TrainingError, RuntimeError)
     assert not issubclass(CheckpointError, (ValueError, RuntimeError))
+
+
+def test_a_finite_number_is_an_int_or_float_a_float_can_hold():
+    assert is_finite_number(3) and is_finite_number(-0.5) and is_finite_number(10**300)
+    for value in (True, "1", None, float("nan"), float("inf"), 10**400):  # 10**400 overflows a float
+        assert not is_finite_number(value)

@@ -11,7 +11,7 @@ import torch
 from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d, Floats3d
 
-from ..errors import SettingsError, is_finite_number
+from ..errors import SettingsError, is_finite_number, shown
 from .deferred_shim import DeferredPyTorchShim
 from .gradients import no_gradient
 from .pytorch.scalar_mix import ScalarMix
@@ -55,7 +55,7 @@ def build_scalar_mix_v1(
                         *(("initial_weights", w) for w in initial_weights or ())):
         if not is_finite_number(value):
             kind = "finite numbers" if name == "initial_weights" else "a finite number"
-            raise SettingsError(f"mixer.{name} must be {kind}, got {value!r}")
+            raise SettingsError(f"mixer.{name} must be {kind}, got {shown(value)}")
     if l2_penalty < 0:
         raise SettingsError(f"l2_penalty must not be negative, got {l2_penalty}")
     if not 0 <= dropout < 1:

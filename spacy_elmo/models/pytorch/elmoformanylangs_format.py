@@ -19,7 +19,7 @@ from .bilm import ElmoBiLM
 from .char_ids import padded_ids
 from .options import MAX_REPEATS, BiLMOptions, OptionReader, check_every_value
 from .original_format import PathLike, check_parameter_count, permute_gates, read_json
-from .state_dicts import read_state_dict
+from .state_dicts import max_state_bytes, read_state_dict
 
 BOS, EOS, OOV, PAD, BOW, EOW = "<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>"
 CHARACTER_SPECIALS = (BOS, EOS, OOV, PAD, BOW, EOW)
@@ -141,7 +141,7 @@ def claims(path: PathLike) -> bool:
 
 def model_files(folder: Path, options: Optional[Path] = None) -> Tuple[Path, Path]:
     """The model folder and its ``config.json``, which names the rest (no other options file)."""
-    if options is not None:
+    if options is not None and Path(options).resolve() != (folder / CONFIG_NAME).resolve():
         raise OptionsError(f"{folder} is an ELMoForManyLangs model: its {CONFIG_NAME} names its model config, not {options}")
     return folder, folder / CONFIG_NAME
 
@@ -149,7 +149,7 @@ def model_files(folder: Path, options: Optional[Path] = None) -> Tuple[Path, Pat
 def load(folder: PathLike, options_file: Optional[PathLike] = None) -> ElmoBiLM:
     """The biLM of an ELMoForManyLangs model folder (its ``config.json`` names the model
     config, not `options_file`); every file checked (values, shapes, sizes) before use."""
-    folder = Path(folder)
+    folder, _ = model_files(Path(folder), None if options_file is None else Path(options_file))
     options, token_ids = read_skeleton(folder)
     shapes = expected_shapes(options)
     states = {name: _read_state(folder / name, shapes[name]) for name in STATE_FILES}
@@ -309,7 +309,7 @@ def _read_state(path: Path, shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, tor
 def check_state_size(path: Path, size: int, shapes: Dict[str, Tuple[int, ...]]) -> None:
     """Refuse a state dict file of `size` bytes far larger than `shapes` take in float32."""
     expected_bytes = 4 * sum(math.prod(shape) for shape in shapes.values())
-    if size > 2 * expected_bytes + (1 << 20):
+    if size > max_state_bytes(shapes):
         raise WeightsError(f"{path}: {size:,} bytes, far more than the {expected_bytes:,} its model config implies")
 
 

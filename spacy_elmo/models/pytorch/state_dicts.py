@@ -13,11 +13,15 @@ import torch
 from ...errors import WeightsError, one_line
 
 
+def max_state_bytes(shapes: Dict[str, Tuple[int, ...]]) -> int:
+    """The most a state dict of tensors of `shapes` takes: 8 bytes a value (float64) and 1 MB of pickle and padding."""
+    return 8 * sum(math.prod(shape) for shape in shapes.values()) + (1 << 20)
+
+
 def read_state_dict(source: Union[Path, IO[bytes]], shapes: Dict[str, Tuple[int, ...]], whose: str) -> Dict[str, torch.Tensor]:
     """The tensors of `source` (a file, or bytes as a stream) named and shaped as in
     `shapes`; anything else is one :class:`WeightsError` that starts with `whose`."""
-    # At most 8 bytes a value (float64) and 1 MB of pickle and padding.
-    check_uncompressed(source, whose, max_bytes=8 * sum(math.prod(shape) for shape in shapes.values()) + (1 << 20))
+    check_uncompressed(source, whose, max_bytes=max_state_bytes(shapes))
     try:
         state: Any = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises assorted errors for bad or unsafe bytes

@@ -30,6 +30,9 @@ def test_model_files_are_the_weights_and_options_a_format_reads(allennlp_model_d
     assert elmoformanylangs_format.model_files(ELMOFORMANYLANGS) == (ELMOFORMANYLANGS, ELMOFORMANYLANGS / "config.json")
     with pytest.raises(OptionsError, match="is an ELMoForManyLangs model: its config.json names its model config"):
         elmoformanylangs_format.model_files(ELMOFORMANYLANGS, tmp_path / "options.json")
+    with pytest.raises(OptionsError, match="is an ELMoForManyLangs model: its config.json names"):
+        formats.load_model(ELMOFORMANYLANGS, tmp_path / "options.json")  # loading refuses it as well
+    formats.load_model(ELMOFORMANYLANGS, ELMOFORMANYLANGS / "config.json")  # the options model_files gave
     weights, options = original_format.model_files(allennlp_model_dir)
     assert (weights.name, options.name) == ("lm_weights.hdf5", "options.json")
 
