@@ -4,6 +4,7 @@ import contextlib
 import os
 import re
 import resource
+import secrets
 import shutil
 import socket
 import stat
@@ -30,23 +31,22 @@ def atomic_output_path(path: PathLike, *, size: int = 0, what: str = "Output") -
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise SpacyElmoError(f"{what} {path}: cannot create the directory {path.parent} ({err.strerror})") from None
-    prefix = f".{_temp_stem(path.name)}.spacy-elmo-{os.getpid()}@{_host()}-"
-    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    # Named before it exists, so a stop (KeyboardInterrupt) at any point after this line leaves no file behind.
+    tmp = path.parent / f".{_temp_stem(path.name)}.spacy-elmo-{os.getpid()}@{_host()}-{secrets.token_hex(4)}.tmp"
     try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         if size:
             check_space(tmp, size, what=what, name=path)
         yield tmp
         raise_if_terminated()  # never publish an output after a stop request
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files
+        os.chmod(tmp, 0o666 & ~_umask())  # created 0600, as mkstemp does
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-# RANDOM: tempfile's eight characters.
+# RANDOM: eight characters (hex here; tempfile's letters in files of earlier versions).
 _TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.spacy-elmo-(?P<pid>\d+)@(?P<host>[^/]+)-[a-z0-9_]{8}\.tmp$")
 #: The longest file name (bytes) of Linux, macOS and Windows file systems.
 _NAME_MAX = 255

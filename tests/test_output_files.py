@@ -75,3 +75,21 @@ def test_special_files_are_never_replaced(tmp_path):
         with pytest.raises(SpacyElmoError, match="is a FIFO \\(named pipe\\), not a regular file: refusing to replace it"):
             check(tmp_path / "pipe")
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+def test_a_stop_right_after_the_temp_file_is_created_leaves_none(tmp_path, monkeypatch):
+    """SIGTERM raises KeyboardInterrupt wherever the code is: here, as the new file's descriptor closes."""
+    real_close, calls = os.close, []
+
+    def interrupted_close(fd):
+        real_close(fd)
+        if not calls:
+            calls.append(fd)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "close", interrupted_close)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_output_path(tmp_path / "out.json"):
+            pass
+    monkeypatch.undo()
+    assert calls and list(tmp_path.iterdir()) == []
