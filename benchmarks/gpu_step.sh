@@ -2,9 +2,7 @@
 # The GPU step, in one call and without spaCy (torch, h5py, numpy): pretraining steps fed by the
 # batch worker with no host synchronisation allowed (--sync-check) and the device's busy share
 # (--busy), at english-compact's size and the original's; then prediction with english-compact's
-# weights at batch 32 and 256; and the kernel launches per step and per batch. The compact
-# pretraining run is repeated with the LSTM in the fused Triton layer (SPACY_ELMO_GPU_TRAIN_LAYER=fused):
-# the whole-run figure that decides whether that layer stays. With BEFORE set to
+# weights at batch 32 and 256; and the kernel launches per step and per batch. With BEFORE set to
 # a checkout of an earlier version, that version's pretraining figures come first, in the same call.
 #
 #   [BEFORE=../old-checkout] bash benchmarks/gpu_step.sh [EWT_DEV_CONLLU]
@@ -17,7 +15,6 @@ if [ -n "${BEFORE:-}" ]; then
 fi
 pretrain --sizes compact original --precision fp32 --sync-check
 pretrain --sizes compact --precision fp32 --busy
-SPACY_ELMO_GPU_TRAIN_LAYER=fused pretrain --sizes compact --precision fp32 --busy | sed 's/^/fused layer: /'
 if [ $# -ge 1 ]; then
   python3 benchmarks/bench_inference.py --device cuda --model "$PWD/spacy_elmo/resources/english_compact" \
     --n-sentences 2000 --conllu "$(realpath "$1")" --batch-sizes 32 256 --repeats 5

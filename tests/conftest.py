@@ -9,9 +9,6 @@ SHARED = Path(os.environ.get("SPACY_ELMO_SHARED", Path(__file__).resolve().paren
 #: Committed with the tests (Apache-2.0, see its README): a missing file is a broken checkout.
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "elmo_reference"
 DATA = SHARED / "data"
-# Without a GPU, Triton's kernels run in its interpreter on CPU tensors (set before triton is imported).
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def _require(path: Path) -> Path:

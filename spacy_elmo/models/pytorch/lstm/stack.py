@@ -1,8 +1,7 @@
 """The LSTM engine: L layers of forward and backward LSTMs with projection, one interface.
 
-Training runs the recurrence, or the reference under autocast, or the fused path if ``SPACY_ELMO_GPU_TRAIN_LAYER=fused``
-(on an H200 the layer is 1.1-1.5x faster, a run not). Prediction runs the prediction path, or on a GPU the fused one
-where timed faster; a thread per direction from :data:`MIN_STEP_WEIGHTS_FOR_THREADS` (below, the GIL outweighs it).
+Training runs the recurrence, or the reference under autocast; prediction runs the prediction path, a thread per
+direction from :data:`MIN_STEP_WEIGHTS_FOR_THREADS` (below, the GIL outweighs it).
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -12,13 +11,11 @@ from torch import Tensor, nn
 from ..devices import autocast_enabled
 from ..options import BiLMOptions
 from .cell import Clips, DistinctInputs, LayerWeights, LstmState, PackingPlan, reference_layer
-from .fused_layer import fused_layer, fused_layer_available, next_power_of_2
 from .prediction import FastProducts, prediction_layer
 from .recurrence import lstm_recurrence
 from .threads import run_directions_in_threads
-from .tuning import fastest, forced_choice
 
-PATHS = ("auto", "reference", "recurrence", "prediction", "fused")
+PATHS = ("auto", "reference", "recurrence", "prediction")
 #: In prediction, each direction on its own thread from this many weights per step (``P x 4H + H x P``).
 MIN_STEP_WEIGHTS_FOR_THREADS = 2 * 1024 * 1024
 
@@ -112,10 +109,9 @@ class BiLstmStack(nn.Module):
         per layer the packed outputs (residual included), ``(2, n_rows, P)``, and every sequence's final state."""
         if path not in PATHS:
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-        by_rule = path == "auto"
-        path = self.choose_path(inputs) if by_rule else path
+        path = self.choose_path(inputs) if path == "auto" else path
         masks = self._dropout_masks(inputs)
-        run = self._layer_run(path, plan, inputs, self.precision, by_rule)
+        run = self._layer_run(path, plan, inputs, self.precision)
         if path != "prediction" or not self._directions_in_threads(inputs):
             return self._run_layers(run, inputs, initial_state, masks, distinct, slice(0, 2))
 
@@ -130,43 +126,18 @@ class BiLstmStack(nn.Module):
         states = [(torch.cat([fh, bh]), torch.cat([fc, bc])) for (fh, fc), (bh, bc) in zip(forward[1], backward[1])]
         return outputs, states
 
-    def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor, precision: str, by_rule: bool) -> LayerRun:
-        """The function that runs one layer on `path` (a path of :data:`PATHS`, not "auto");
-        `by_rule`: the rule chose it, so on a GPU the fused path may run instead."""
-        fused: LayerRun = lambda key, x, weights, state, distinct: fused_layer(x, plan, weights, self.clips, state)
-        if path == "fused":
-            if not fused_layer_available(inputs.device):
-                raise ValueError("path 'fused' needs Triton and a CUDA device")
-            return fused
+    def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor, precision: str) -> LayerRun:
+        """The function that runs one layer on `path` (a path of :data:`PATHS`, not "auto")."""
         if path == "reference":
-            other: LayerRun = lambda key, x, weights, state, distinct: reference_layer(
-                x, plan, weights, self.clips, state
-            )
-        elif path == "recurrence":
+            return lambda key, x, weights, state, distinct: reference_layer(x, plan, weights, self.clips, state)
+        if path == "recurrence":
             in_threads = self._two_cpu_threads(inputs)
-            other = lambda key, x, weights, state, distinct: lstm_recurrence(
+            return lambda key, x, weights, state, distinct: lstm_recurrence(
                 plan, self.clips, x, weights, state, directions_in_threads=in_threads
             )
-        else:
-            other = lambda key, x, weights, state, distinct: prediction_layer(
-                self._products, key, x, plan, weights, self.clips, state, distinct, precision
-            )
-        if not (by_rule and gpu_layer_choice(inputs) and precision == "fp32"):
-            return other
-        if path != "prediction":
-            # Chosen by the user, not by timing: a resumed run must compute as the uninterrupted one did.
-            return fused if forced_choice("gpu_train_layer", {"fused": None, "steps": None}) == "fused" else other
-        if torch.is_autocast_enabled(inputs.device.type) or inputs.dtype != torch.float32:
-            return other  # the fused layer's float32 outputs would change the dtype with the timing
-
-        def faster(key, x, weights, state, distinct):
-            size = (tuple(weights.hidden.shape), next_power_of_2(plan.n_sequences))
-            return fastest("gpu_layer", size, {
-                "fused": lambda: fused(key, x, weights, state, distinct),
-                "prediction": lambda: other(key, x, weights, state, distinct),
-            })
-
-        return faster
+        return lambda key, x, weights, state, distinct: prediction_layer(
+            self._products, key, x, plan, weights, self.clips, state, distinct, precision
+        )
 
     def _run_layers(
         self,
@@ -216,7 +187,3 @@ class BiLstmStack(nn.Module):
     def _two_cpu_threads(inputs: Tensor) -> bool:
         return inputs.device.type == "cpu" and torch.get_num_threads() >= 2
 
-
-def gpu_layer_choice(inputs: Tensor) -> bool:
-    """Whether the fused path may replace the rule's path (a CUDA device, Triton installed)."""
-    return inputs.device.type == "cuda" and fused_layer_available(inputs.device)

@@ -7,8 +7,6 @@ import os
 import time
 from typing import Callable, Dict, Hashable, Mapping, Optional, Tuple, TypeVar
 
-import torch
-
 from ....errors import SettingsError
 
 T = TypeVar("T")
@@ -34,20 +32,12 @@ def _time(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]],
     timings: Dict[str, float] = {}
     for _ in range(2):
         for name, run in candidates.items():
-            _synchronize()
             start = time.perf_counter()
             results[name] = run()
-            _synchronize()
             timings[name] = time.perf_counter() - start
     best = min(timings, key=timings.__getitem__)
     _decisions[(choice, key)] = best
     return best
-
-
-def _synchronize() -> None:
-    """Wait for queued GPU work: a GPU path's call returns before its kernels finish."""
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
 
 
 def forced_choice(choice: str, candidates: Mapping[str, object]) -> Optional[str]:
