@@ -39,10 +39,6 @@ class PackingPlan:
     def n_rows(self) -> int:
         return sum(self.batch_sizes)
 
-    @property
-    def n_sequences(self) -> int:
-        return self.batch_sizes[0] if self.batch_sizes else 0
-
 
 @dataclass(frozen=True)
 class DistinctInputs:

@@ -47,4 +47,4 @@ def test_the_reference_layer_is_the_papers_cell_over_packed_sequences():
 
 def test_a_plan_of_no_sequences_has_no_steps():
     plan = PackingPlan.from_sorted_lengths([])
-    assert plan.batch_sizes == () and plan.n_rows == 0 and plan.n_sequences == 0
+    assert plan.batch_sizes == () and plan.n_rows == 0
