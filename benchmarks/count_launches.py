@@ -66,8 +66,7 @@ def sentences(n_tokens: int, longest: int, seed: int = 0):
 
 def count(run) -> Dict[str, Any]:
     run()  # a first call builds caches
-    counter = CountKernels()
-    with counter:
+    with CountKernels() as counter:
         run()
     return {"launches": sum(counter.ops.values()), "top": counter.ops.most_common(8)}
 

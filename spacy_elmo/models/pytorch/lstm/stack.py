@@ -111,7 +111,7 @@ class BiLstmStack(nn.Module):
             raise ValueError(f"path must be one of {PATHS}, got {path!r}")
         path = self.choose_path(inputs) if path == "auto" else path
         masks = self._dropout_masks(inputs)
-        run = self._layer_run(path, plan, inputs, self.precision)
+        run = self._layer_run(path, plan, inputs)
         if path != "prediction" or not self._directions_in_threads(inputs):
             return self._run_layers(run, inputs, initial_state, masks, distinct, slice(0, 2))
 
@@ -126,7 +126,7 @@ class BiLstmStack(nn.Module):
         states = [(torch.cat([fh, bh]), torch.cat([fc, bc])) for (fh, fc), (bh, bc) in zip(forward[1], backward[1])]
         return outputs, states
 
-    def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor, precision: str) -> LayerRun:
+    def _layer_run(self, path: str, plan: PackingPlan, inputs: Tensor) -> LayerRun:
         """The function that runs one layer on `path` (a path of :data:`PATHS`, not "auto")."""
         if path == "reference":
             return lambda key, x, weights, state, distinct: reference_layer(x, plan, weights, self.clips, state)
@@ -136,7 +136,7 @@ class BiLstmStack(nn.Module):
                 plan, self.clips, x, weights, state, directions_in_threads=in_threads
             )
         return lambda key, x, weights, state, distinct: prediction_layer(
-            self._products, key, x, plan, weights, self.clips, state, distinct, precision
+            self._products, key, x, plan, weights, self.clips, state, distinct, self.precision
         )
 
     def _run_layers(

@@ -20,7 +20,7 @@ def fastest(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]
     :param choice: what is chosen, e.g. ``"int8_kernel"``; names the variable that forces it.
     :param candidates: name -> a call computing the same result in another way.
     """
-    decided = forced_choice(choice, candidates) or _decisions.get((choice, key))
+    decided = _forced_choice(choice, candidates) or _decisions.get((choice, key))
     if decided is not None:
         return candidates[decided]()
     results: Dict[str, T] = {}
@@ -40,7 +40,7 @@ def _time(choice: str, key: Hashable, candidates: Mapping[str, Callable[[], T]],
     return best
 
 
-def forced_choice(choice: str, candidates: Mapping[str, object]) -> Optional[str]:
+def _forced_choice(choice: str, candidates: Mapping[str, object]) -> Optional[str]:
     """The candidate ``SPACY_ELMO_<CHOICE>`` names, or ``None`` when it is unset or "auto"."""
     variable = f"SPACY_ELMO_{choice.upper()}"
     value = os.environ.get(variable, "auto").strip().lower()
